@@ -1,0 +1,72 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+// Layering, bottom up (a request travels the same way):
+//   XCallbackURL      parse a line, percent-coding, typed values, outcome encoding (stdlib only: hot path)
+//   XCallbackRouting  route patterns and the route table (stdlib only: hot path)
+//   CXCallback        xcallback.h, the one public C header: the plug-in ABI
+//   XCallbackPluginKit  the Swift kit plug-ins link statically
+//   XCallbackHost     discovery, loading, dispatch, workers, inputs and outputs
+//   xcallback         the command line only
+let package = Package(
+    name: "xcallback",
+    products: [
+        .executable(name: "xcallback", targets: ["xcallback"]),
+        .library(name: "XCallbackURL", targets: ["XCallbackURL"]),
+        .library(name: "XCallbackRouting", targets: ["XCallbackRouting"]),
+        .library(name: "XCallbackPluginKit", targets: ["XCallbackPluginKit"]),
+        // Sample plug-ins: each one is a shared library the host loads with dlopen.
+        .library(name: "Calculator", type: .dynamic, targets: ["Calculator"]),
+        .library(name: "Pokedex", type: .dynamic, targets: ["Pokedex"]),
+        .library(name: "Alert", type: .dynamic, targets: ["Alert"]),
+        .library(name: "Faulty", type: .dynamic, targets: ["Faulty"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+    ],
+    targets: [
+        .target(name: "XCallbackURL"),
+        .target(name: "XCallbackRouting"),
+        .target(name: "CXCallback"),
+        .systemLibrary(
+            name: "CFFI",
+            pkgConfig: "libffi",
+            providers: [.apt(["libffi-dev"])]
+        ),
+        .target(
+            name: "XCallbackPluginKit",
+            dependencies: ["CXCallback", "XCallbackURL"]
+        ),
+        .target(
+            name: "XCallbackHost",
+            dependencies: [
+                "CXCallback", "CFFI", "XCallbackURL", "XCallbackRouting",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "xcallback",
+            dependencies: [
+                "XCallbackHost",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
+        .target(name: "Calculator", dependencies: ["XCallbackPluginKit"], path: "Plugins/Calculator"),
+        .target(name: "Pokedex", dependencies: ["XCallbackPluginKit"], path: "Plugins/Pokedex"),
+        // C plug-ins export no headers of their own: xcallback.h is their only interface.
+        .target(name: "Alert", dependencies: ["CXCallback"], path: "Plugins/Alert", publicHeadersPath: "."),
+        .target(name: "Faulty", dependencies: ["CXCallback"], path: "Plugins/Faulty", publicHeadersPath: "."),
+
+        .testTarget(name: "XCallbackURLTests", dependencies: ["XCallbackURL"]),
+        .testTarget(name: "XCallbackRoutingTests", dependencies: ["XCallbackRouting"]),
+        .testTarget(
+            name: "XCallbackHostTests",
+            dependencies: ["XCallbackHost", "XCallbackURL", "CXCallback"]
+        ),
+        .testTarget(name: "EndToEndTests", dependencies: ["xcallback"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

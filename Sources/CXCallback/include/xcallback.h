@@ -1,0 +1,267 @@
+/*
+ * xcallback.h — the plug-in ABI of xcallback, version 1.
+ *
+ * This header is the whole contract between the xcallback host and a plug-in.
+ * A plug-in is a shared library that exports two C functions:
+ *
+ *   const xcallback_descriptor *xcallback_plugin_descriptor(void);
+ *   int xcallback_plugin_register(const xcallback_host_api *api, xcallback_plugin *plugin);
+ *
+ * and optionally
+ *
+ *   void xcallback_plugin_shutdown(xcallback_plugin *plugin);
+ *
+ * The host calls the descriptor function first and checks it before it calls
+ * anything else (PostgreSQL's magic block). The host then hands the plug-in a
+ * table of function pointers (SQLite's loadable extensions), so a plug-in
+ * never links against host symbols and builds with a plain
+ *
+ *   cc -shared -fPIC -I"$(xcallback sdk --include-dir)" my_plugin.c -o my_plugin.so
+ *
+ * Versioning
+ * ----------
+ * XCALLBACK_ABI_MAJOR changes only when an existing type or function changes
+ * meaning or layout; the host refuses a plug-in whose major differs.
+ * XCALLBACK_ABI_MINOR grows when functions are appended to the end of
+ * xcallback_host_api; nothing is ever removed or reordered within a major.
+ * The host loads plug-ins built against its own minor or any older one and
+ * refuses a plug-in built against a newer minor than its own. A plug-in that
+ * wants a function added in minor N checks `api->abi_minor >= N` first.
+ *
+ * Threads and lifetimes
+ * ---------------------
+ * Handlers are called on host threads, possibly several at once. A handler
+ * may complete its request before it returns or later, from any thread.
+ * Every request is completed exactly once; the host ignores (and logs) any
+ * further completion, so a stray second completion is harmless.
+ */
+#ifndef XCALLBACK_H
+#define XCALLBACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Version and symbol names                                                  */
+/* ------------------------------------------------------------------------ */
+
+/** 'X' 'C' 'B' '1': the first field of every descriptor. */
+#define XCALLBACK_ABI_MAGIC 0x58434231u
+#define XCALLBACK_ABI_MAJOR 1
+#define XCALLBACK_ABI_MINOR 0
+
+#define XCALLBACK_DESCRIPTOR_SYMBOL "xcallback_plugin_descriptor"
+#define XCALLBACK_REGISTER_SYMBOL "xcallback_plugin_register"
+#define XCALLBACK_SHUTDOWN_SYMBOL "xcallback_plugin_shutdown"
+
+#if defined(__GNUC__) || defined(__clang__)
+#define XCALLBACK_EXPORT __attribute__((visibility("default")))
+#else
+#define XCALLBACK_EXPORT
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* The descriptor                                                            */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * Identifies a plug-in and the ABI it was built against. Fixed-width fields
+ * first, pointers last: no padding on any common 32- or 64-bit ABI, so host
+ * and plug-in agree on the layout whatever compiler built them.
+ */
+typedef struct xcallback_descriptor {
+    uint32_t magic;           /* XCALLBACK_ABI_MAGIC */
+    uint16_t abi_major;       /* XCALLBACK_ABI_MAJOR at build time */
+    uint16_t abi_minor;       /* XCALLBACK_ABI_MINOR at build time */
+    uint32_t descriptor_size; /* sizeof(xcallback_descriptor) at build time */
+    uint32_t flags;           /* reserved: zero */
+    const char *name;         /* 1-64 characters of [A-Za-z0-9._-]; unique among loaded plug-ins */
+    const char *version;      /* free text, e.g. "1.2.0"; may be NULL */
+    const char *description;  /* one line; may be NULL */
+} xcallback_descriptor;
+
+/** Fills a descriptor for the ABI this header describes. */
+#define XCALLBACK_DESCRIPTOR_INIT(name, version, description)                  \
+    { XCALLBACK_ABI_MAGIC, XCALLBACK_ABI_MAJOR, XCALLBACK_ABI_MINOR,           \
+      (uint32_t)sizeof(xcallback_descriptor), 0u, (name), (version), (description) }
+
+/**
+ * Defines xcallback_plugin_descriptor() for a C plug-in in one line:
+ *     XCALLBACK_PLUGIN("alert", "1.0.0", "Shows alerts");
+ */
+#define XCALLBACK_PLUGIN(name, version, description)                           \
+    XCALLBACK_EXPORT const xcallback_descriptor *xcallback_plugin_descriptor(void) { \
+        static const xcallback_descriptor descriptor =                         \
+            XCALLBACK_DESCRIPTOR_INIT(name, version, description);             \
+        return &descriptor;                                                    \
+    }
+
+/* ------------------------------------------------------------------------ */
+/* Handles and values                                                        */
+/* ------------------------------------------------------------------------ */
+
+/** The host's handle for one loaded plug-in. Owned by the host; valid from
+ *  xcallback_plugin_register until xcallback_plugin_shutdown returns. */
+typedef struct xcallback_plugin xcallback_plugin;
+
+/** One request. Owned by the host; valid from the handler call until the
+ *  request is completed (success, error, cancel or decline), never after. */
+typedef struct xcallback_request xcallback_request;
+
+/** The completion token of one handler call. A plain value: copy it freely,
+ *  to any thread. Completing it a second time is ignored and logged. */
+typedef struct xcallback_reply {
+    uint64_t token;
+} xcallback_reply;
+
+/** One output parameter. The host copies name and value before the
+ *  completion function returns; the caller keeps ownership of both. */
+typedef struct xcallback_param {
+    const char *name;
+    const char *value;
+} xcallback_param;
+
+/**
+ * A handler. `user_data` is the pointer given at registration, passed back
+ * untouched; the plug-in owns it. The handler completes `reply` exactly once,
+ * before or after it returns, from any thread.
+ */
+typedef void (*xcallback_handler)(const xcallback_request *request,
+                                  xcallback_reply reply,
+                                  void *user_data);
+
+/** Status codes returned by host functions. */
+enum {
+    XCALLBACK_OK = 0,
+    XCALLBACK_ERR_INVALID_ARGUMENT = -1,  /* NULL or malformed argument */
+    XCALLBACK_ERR_BAD_PATTERN = -2,       /* route pattern does not parse */
+    XCALLBACK_ERR_ROUTE_CONFLICT = -3,    /* another plug-in owns this route */
+    XCALLBACK_ERR_NOT_REGISTERING = -4,   /* registration outside xcallback_plugin_register */
+    XCALLBACK_ERR_ALREADY_COMPLETED = -5  /* reply completed before, or unknown token */
+};
+
+/** Log levels for xcallback_host_api.log. */
+enum {
+    XCALLBACK_LOG_DEBUG = 0,
+    XCALLBACK_LOG_INFO = 1,
+    XCALLBACK_LOG_WARNING = 2,
+    XCALLBACK_LOG_ERROR = 3
+};
+
+/* ------------------------------------------------------------------------ */
+/* The host API table                                                        */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * Functions the host offers. Owned by the host and valid until
+ * xcallback_plugin_shutdown returns; keep the pointer, never copy the table.
+ * Every `const char *` argument is borrowed: the host copies what it keeps.
+ * Every `const char *` the host returns is owned by the host and lives as
+ * long as the object it was read from.
+ */
+typedef struct xcallback_host_api {
+    uint32_t api_size;  /* sizeof(xcallback_host_api) in the host: grows with the minor */
+    uint16_t abi_major; /* the host's XCALLBACK_ABI_MAJOR */
+    uint16_t abi_minor; /* the host's XCALLBACK_ABI_MINOR */
+
+    /* --- ABI 1.0: registration, only during xcallback_plugin_register ---- */
+
+    /** Registers `scheme://x-callback-url/action`. */
+    int (*register_action)(xcallback_plugin *plugin, const char *scheme,
+                           const char *action, xcallback_handler handler,
+                           void *user_data);
+
+    /** Registers `scheme://controller/action` (host = controller). */
+    int (*register_controller_action)(xcallback_plugin *plugin, const char *scheme,
+                                      const char *controller, const char *action,
+                                      xcallback_handler handler, void *user_data);
+
+    /** Registers a pattern route such as `pokedex://pokemons(/:pokedexID)`:
+     *  literal segments, `:name` arguments, optional groups, a trailing `*`. */
+    int (*register_pattern)(xcallback_plugin *plugin, const char *pattern,
+                            xcallback_handler handler, void *user_data);
+
+    /* --- ABI 1.0: request accessors, callable from any thread ------------ */
+
+    /** The request line as received. */
+    const char *(*request_url)(const xcallback_request *request);
+    /** The scheme, lowercased. */
+    const char *(*request_scheme)(const xcallback_request *request);
+    /** The `x-source` parameter, or NULL. */
+    const char *(*request_source)(const xcallback_request *request);
+    /** The value of route argument `name` (`:name`, or `*` for the wildcard
+     *  remainder), or NULL. */
+    const char *(*request_argument)(const xcallback_request *request, const char *name);
+    /** Number of action parameters (x-callback parameters excluded). */
+    size_t (*request_parameter_count)(const xcallback_request *request);
+    /** Name of parameter `index`, or NULL past the end. */
+    const char *(*request_parameter_name)(const xcallback_request *request, size_t index);
+    /** Decoded value of parameter `index`, or NULL past the end. A value may
+     *  hold NUL bytes (`%00`): `length`, when not NULL, receives its size. */
+    const char *(*request_parameter_value)(const xcallback_request *request, size_t index,
+                                           size_t *length);
+    /** First value of parameter `name`, or NULL when absent. */
+    const char *(*request_parameter)(const xcallback_request *request, const char *name,
+                                     size_t *length);
+
+    /* --- ABI 1.0: completion, exactly once per reply, from any thread ---- */
+
+    /** Success with `count` output parameters (`params` may be NULL when 0). */
+    int (*reply_success)(xcallback_reply reply, const xcallback_param *params, size_t count);
+    /** Error. `code` is required; `message` may be NULL; a NULL `domain`
+     *  means the plug-in's name. */
+    int (*reply_error)(xcallback_reply reply, const char *code, const char *message,
+                       const char *domain);
+    /** Cancel: the user or the plug-in gave up; the x-cancel callback fires. */
+    int (*reply_cancel)(xcallback_reply reply);
+    /** Decline: this request is not for this handler after all. The host
+     *  tries the next matching route; when none is left, NotFoundAction. */
+    int (*reply_decline)(xcallback_reply reply);
+
+    /* --- ABI 1.0: diagnostics -------------------------------------------- */
+
+    /** Writes one line to the host's log (stderr), tagged with the plug-in. */
+    void (*log)(xcallback_plugin *plugin, int level, const char *message);
+
+    /* Functions added in later minors are appended here, never above. */
+} xcallback_host_api;
+
+/* ------------------------------------------------------------------------ */
+/* What a plug-in exports                                                    */
+/* ------------------------------------------------------------------------ */
+
+/** The types of the three entry points, for hosts that look them up. */
+typedef const xcallback_descriptor *(*xcallback_descriptor_function)(void);
+typedef int (*xcallback_register_function)(const xcallback_host_api *api,
+                                           xcallback_plugin *plugin);
+typedef void (*xcallback_shutdown_function)(xcallback_plugin *plugin);
+
+/* Swift plug-ins export these with @_cdecl; declaring them to Swift too would
+ * clash with those definitions, so the prototypes are for C and C++ only. */
+#if !defined(__swift__)
+
+/** Required. Returns a descriptor with static storage duration. Called first,
+ *  possibly in a scanner process that never registers the plug-in. */
+XCALLBACK_EXPORT const xcallback_descriptor *xcallback_plugin_descriptor(void);
+
+/** Required. Registers the plug-in's routes through `api`. Returns
+ *  XCALLBACK_OK, or any other value to refuse loading (the host then drops
+ *  every route this plug-in registered). */
+XCALLBACK_EXPORT int xcallback_plugin_register(const xcallback_host_api *api,
+                                               xcallback_plugin *plugin);
+
+/** Optional. Called once before the host unloads the plug-in; no handler
+ *  runs after it starts. Replies completed after it returns are ignored. */
+XCALLBACK_EXPORT void xcallback_plugin_shutdown(xcallback_plugin *plugin);
+
+#endif /* !__swift__ */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* XCALLBACK_H */
