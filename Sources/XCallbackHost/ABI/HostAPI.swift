@@ -1,0 +1,130 @@
+import CXCallback
+import Logging
+import XCallbackRouting
+import XCallbackURL
+
+/// The `xcallback_host_api` table every plug-in receives.
+///
+/// This file and `ReplyTable.shared` are the host's only global state: C
+/// function pointers cannot capture context, so the table must be static and
+/// completion tokens must be resolved through a process-wide table.
+enum HostAPI {
+    /// Every reply token in this process.
+    static let replies = ReplyTable()
+
+    /// Where refused completions are reported.
+    static let logger = Logger(label: "xcallback.abi")
+
+    /// The table, built once and never freed.
+    nonisolated(unsafe) static let table: UnsafePointer<xcallback_host_api> = {
+        let table = UnsafeMutablePointer<xcallback_host_api>.allocate(capacity: 1)
+        table.initialize(to: makeTable())
+        return UnsafePointer(table)
+    }()
+
+    private static func makeTable() -> xcallback_host_api {
+        var api = xcallback_host_api()
+        api.api_size = UInt32(MemoryLayout<xcallback_host_api>.size)
+        api.abi_major = UInt16(XCALLBACK_ABI_MAJOR)
+        api.abi_minor = UInt16(XCALLBACK_ABI_MINOR)
+
+        api.register_action = { plugin, scheme, action, handler, userData in
+            guard let handle = PluginHandle.from(plugin), let scheme, let action else {
+                return Int32(XCALLBACK_ERR_INVALID_ARGUMENT)
+            }
+            return handle.register({ () throws(RoutePatternError) in
+                try RoutePattern.action(scheme: String(cString: scheme), action: String(cString: action))
+            }, handler: handler, userData: userData)
+        }
+        api.register_controller_action = { plugin, scheme, controller, action, handler, userData in
+            guard let handle = PluginHandle.from(plugin), let scheme, let controller, let action else {
+                return Int32(XCALLBACK_ERR_INVALID_ARGUMENT)
+            }
+            return handle.register({ () throws(RoutePatternError) in
+                try RoutePattern.controllerAction(
+                    scheme: String(cString: scheme), controller: String(cString: controller),
+                    action: String(cString: action))
+            }, handler: handler, userData: userData)
+        }
+        api.register_pattern = { plugin, pattern, handler, userData in
+            guard let handle = PluginHandle.from(plugin), let pattern else {
+                return Int32(XCALLBACK_ERR_INVALID_ARGUMENT)
+            }
+            return handle.register({ () throws(RoutePatternError) in
+                try RoutePattern(String(cString: pattern))
+            }, handler: handler, userData: userData)
+        }
+
+        api.request_url = { NativeRequest.from($0)?.url }
+        api.request_scheme = { NativeRequest.from($0)?.scheme }
+        api.request_source = { NativeRequest.from($0)?.source }
+        api.request_argument = { request, name in
+            guard let name else { return nil }
+            return NativeRequest.from(request)?.argument(named: name)
+        }
+        api.request_parameter_count = { NativeRequest.from($0)?.parameterCount ?? 0 }
+        api.request_parameter_name = { request, index in
+            NativeRequest.from(request)?.parameterName(at: Int(index))
+        }
+        api.request_parameter_value = { request, index, length in
+            guard let (value, count) = NativeRequest.from(request)?.parameterValue(at: Int(index)) else { return nil }
+            length?.pointee = count
+            return value
+        }
+        api.request_parameter = { request, name, length in
+            guard let name, let (value, count) = NativeRequest.from(request)?.parameter(named: name) else { return nil }
+            length?.pointee = count
+            return value
+        }
+
+        api.reply_success = { reply, params, count in
+            HostAPI.complete(reply) { _ in
+                var parameters: [QueryParameter] = []
+                parameters.reserveCapacity(count)
+                for index in 0..<count {
+                    guard let item = params?[index], let name = item.name else { continue }
+                    parameters.append(QueryParameter(
+                        name: String(cString: name),
+                        value: item.value.map { String(cString: $0) } ?? ""))
+                }
+                return .outcome(.success(parameters))
+            }
+        }
+        api.reply_error = { reply, code, message, domain in
+            guard let code else { return Int32(XCALLBACK_ERR_INVALID_ARGUMENT) }
+            return HostAPI.complete(reply) { plugin in
+                .outcome(.error(
+                    code: String(cString: code),
+                    message: message.map { String(cString: $0) } ?? "",
+                    domain: domain.map { String(cString: $0) } ?? plugin))
+            }
+        }
+        api.reply_cancel = { reply in HostAPI.complete(reply) { _ in .outcome(.cancel) } }
+        api.reply_decline = { reply in HostAPI.complete(reply) { _ in .declined } }
+
+        api.log = { plugin, level, message in
+            guard let handle = PluginHandle.from(plugin), let message else { return }
+            let text = String(cString: message)
+            switch Int(level) {
+            case XCALLBACK_LOG_DEBUG: handle.logger.debug("\(text)")
+            case XCALLBACK_LOG_INFO: handle.logger.info("\(text)")
+            case XCALLBACK_LOG_WARNING: handle.logger.warning("\(text)")
+            default: handle.logger.error("\(text)")
+            }
+        }
+        return api
+    }
+
+    private static func complete(_ reply: xcallback_reply, _ result: (String) -> HandlerResult) -> Int32 {
+        switch replies.complete(reply, with: result) {
+        case nil:
+            return Int32(XCALLBACK_OK)
+        case .alreadyCompleted:
+            logger.warning("a plug-in completed a request that was already completed (reply token \(reply.token)); ignored")
+            return Int32(XCALLBACK_ERR_ALREADY_COMPLETED)
+        case .afterTimeout(let plugin):
+            logger.warning("plug-in '\(plugin)' completed a request after it had timed out; the late result is dropped")
+            return Int32(XCALLBACK_ERR_ALREADY_COMPLETED)
+        }
+    }
+}

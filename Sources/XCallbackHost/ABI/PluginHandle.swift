@@ -1,0 +1,89 @@
+import CXCallback
+import Logging
+import Synchronization
+import XCallbackRouting
+
+/// A plug-in's handler function and its user data, as registered.
+struct NativeHandler: @unchecked Sendable {
+    // @unchecked: the function pointer and user data belong to the plug-in,
+    // which promises in xcallback.h that handlers may run on any thread.
+    let function: xcallback_handler
+    let userData: UnsafeMutableRawPointer?
+}
+
+/// One route a plug-in registered, in registration order.
+struct Registration: Sendable {
+    let pattern: RoutePattern
+    let handler: NativeHandler
+}
+
+/// The host's side of `xcallback_plugin *`: who the plug-in is, and what it
+/// registered. The pointer a plug-in holds is this object's address; the
+/// object is retained for the life of the process because plug-ins may keep
+/// the pointer until shutdown and are never unloaded.
+final class PluginHandle: Sendable {
+    let name: String
+    let logger: Logger
+    /// Returns the owner of a same-shape route in another plug-in, if any:
+    /// the host's policy is that an existing owner keeps its route.
+    private let conflictOwner: @Sendable (RoutePattern) -> String?
+    private let state = Mutex(State())
+
+    private struct State {
+        var registering = false
+        var registrations: [Registration] = []
+    }
+
+    init(name: String, logger: Logger, conflictOwner: @escaping @Sendable (RoutePattern) -> String? = { _ in nil }) {
+        self.name = name
+        var logger = logger
+        logger[metadataKey: "plugin"] = "\(name)"
+        self.logger = logger
+        self.conflictOwner = conflictOwner
+    }
+
+    var opaque: OpaquePointer { OpaquePointer(Unmanaged.passUnretained(self).toOpaque()) }
+
+    static func from(_ pointer: OpaquePointer?) -> PluginHandle? {
+        guard let pointer else { return nil }
+        return Unmanaged<PluginHandle>.fromOpaque(UnsafeRawPointer(pointer)).takeUnretainedValue()
+    }
+
+    /// Keeps the handle alive for the rest of the process (see the type's note).
+    func retainForever() -> PluginHandle {
+        _ = Unmanaged.passRetained(self)
+        return self
+    }
+
+    var registrations: [Registration] { state.withLock { $0.registrations } }
+
+    func beginRegistration() { state.withLock { $0.registering = true } }
+    func endRegistration() { state.withLock { $0.registering = false } }
+
+    /// Adds a route on behalf of the plug-in; returns an `XCALLBACK_*` status.
+    func register(_ makePattern: () throws(RoutePatternError) -> RoutePattern,
+                  handler: xcallback_handler?, userData: UnsafeMutableRawPointer?) -> Int32 {
+        guard let handler else { return Int32(XCALLBACK_ERR_INVALID_ARGUMENT) }
+        let pattern: RoutePattern
+        do {
+            pattern = try makePattern()
+        } catch {
+            logger.error("refused route: \(error)")
+            return Int32(XCALLBACK_ERR_BAD_PATTERN)
+        }
+        if let owner = conflictOwner(pattern) {
+            logger.error("refused route \(pattern): plug-in '\(owner)' already owns a route of the same shape")
+            return Int32(XCALLBACK_ERR_ROUTE_CONFLICT)
+        }
+        return state.withLock { state in
+            guard state.registering else {
+                return Int32(XCALLBACK_ERR_NOT_REGISTERING)
+            }
+            if state.registrations.contains(where: { $0.pattern == pattern }) {
+                logger.warning("route \(pattern) registered twice; the first registration wins, the second is reached only when the first declines")
+            }
+            state.registrations.append(Registration(pattern: pattern, handler: NativeHandler(function: handler, userData: userData)))
+            return Int32(XCALLBACK_OK)
+        }
+    }
+}

@@ -1,0 +1,124 @@
+import CXCallback
+import Synchronization
+
+/// Maps the `xcallback_reply` tokens handed to plug-ins to the requests
+/// waiting for them, and enforces exactly-once completion.
+///
+/// A token is a generational index (slot in the low 32 bits, the slot's
+/// generation in the high 32), never a pointer: a second completion, a
+/// completion after a timeout, or a made-up token finds no live slot and is
+/// refused, so a misbehaving plug-in cannot make the host touch freed memory.
+final class ReplyTable: Sendable {
+    typealias Delivery = @Sendable (HandlerResult) -> Void
+
+    /// Why a completion was refused.
+    enum Refusal: Error, Equatable {
+        /// The token was completed before (or never existed).
+        case alreadyCompleted
+        /// The host had already answered `Timeout`; the late result is dropped.
+        case afterTimeout(plugin: String)
+    }
+
+    private struct Slot {
+        var generation: UInt32 = 0
+        var entry: Entry?
+    }
+
+    private struct Entry {
+        var request: NativeRequest
+        var plugin: String
+        var deliver: Delivery
+    }
+
+    private struct Storage {
+        var slots: [Slot] = []
+        var free: [UInt32] = []
+        /// Requests answered `Timeout` whose handler may still be reading
+        /// them: kept alive until the plug-in completes them, however late.
+        var expired: [UInt64: (request: NativeRequest, plugin: String)] = [:]
+    }
+
+    private let storage = Mutex(Storage())
+
+    /// Registers a pending handler call and returns its token.
+    func open(request: NativeRequest, plugin: String, deliver: @escaping Delivery) -> xcallback_reply {
+        let token = storage.withLock { storage -> UInt64 in
+            let index: UInt32
+            if let reused = storage.free.popLast() {
+                index = reused
+            } else {
+                index = UInt32(storage.slots.count)
+                storage.slots.append(Slot())
+            }
+            storage.slots[Int(index)].entry = Entry(request: request, plugin: plugin, deliver: deliver)
+            return UInt64(storage.slots[Int(index)].generation) << 32 | UInt64(index)
+        }
+        return xcallback_reply(token: token)
+    }
+
+    /// Completes a token: delivers `result` (on the caller's thread) and
+    /// releases the slot. Returns the refusal when it was not pending.
+    @discardableResult
+    func complete(_ reply: xcallback_reply, with result: (_ plugin: String) -> HandlerResult) -> Refusal? {
+        let taken = storage.withLock { storage -> Result<Entry, Refusal> in
+            if let expired = storage.expired.removeValue(forKey: reply.token) {
+                return .failure(.afterTimeout(plugin: expired.plugin))
+            }
+            guard let index = Self.liveIndex(reply.token, in: storage) else {
+                return .failure(.alreadyCompleted)
+            }
+            let entry = storage.slots[index].entry!
+            Self.release(index, in: &storage)
+            return .success(entry)
+        }
+        switch taken {
+        case .success(let entry):
+            entry.deliver(result(entry.plugin))
+            return nil
+        case .failure(let refusal):
+            return refusal
+        }
+    }
+
+    /// The host's side of a deadline: retires `reply` if it is still
+    /// pending, without delivering anything (the dispatcher has answered
+    /// `Timeout` already), and keeps the request alive for the handler that
+    /// may still be reading it. Returns false when it had completed.
+    @discardableResult
+    func expire(_ reply: xcallback_reply) -> Bool {
+        storage.withLock { storage in
+            guard let index = Self.liveIndex(reply.token, in: storage) else { return false }
+            let entry = storage.slots[index].entry!
+            storage.expired[reply.token] = (entry.request, entry.plugin)
+            Self.release(index, in: &storage)
+            return true
+        }
+    }
+
+    /// The plug-in that owns a pending token, for log lines.
+    func plugin(of reply: xcallback_reply) -> String? {
+        storage.withLock { storage in
+            Self.liveIndex(reply.token, in: storage).flatMap { storage.slots[$0].entry?.plugin }
+        }
+    }
+
+    /// Pending handler calls (not counting expired ones).
+    var pendingCount: Int {
+        storage.withLock { $0.slots.count - $0.free.count }
+    }
+
+    private static func liveIndex(_ token: UInt64, in storage: Storage) -> Int? {
+        let index = Int(token & 0xFFFF_FFFF)
+        let generation = UInt32(token >> 32)
+        guard index < storage.slots.count,
+              storage.slots[index].generation == generation,
+              storage.slots[index].entry != nil else { return nil }
+        return index
+    }
+
+    private static func release(_ index: Int, in storage: inout Storage) {
+        storage.slots[index].entry = nil
+        storage.slots[index].generation &+= 1
+        storage.free.append(UInt32(index))
+    }
+}

@@ -1,0 +1,88 @@
+import DequeModule
+
+/// Answers `Timeout` for requests still pending at their deadline.
+///
+/// Every request has the same timeout, so deadlines arrive in the order
+/// requests are registered and a FIFO replaces a heap. Finished requests
+/// are not removed one by one (that would cost a search per request); the
+/// queue is compacted when it grows past twice the unfinished count, which
+/// keeps memory proportional to the requests in flight.
+final class DeadlineTimer: Sendable {
+    private struct State {
+        var queue = Deque<PendingRequest>()
+        var stopped = false
+    }
+
+    private let state = ConditionLock(State())
+    private let onExpiry: @Sendable (PendingRequest) -> Void
+
+    /// How late a deadline may fire: the timer re-checks at least this often.
+    static let resolution: UInt64 = 50_000_000
+
+    init(onExpiry: @escaping @Sendable (PendingRequest) -> Void) {
+        self.onExpiry = onExpiry
+    }
+
+    func start() {
+        Threads.detach { [self] in run() }
+    }
+
+    func stop() {
+        state.withLock { $0.stopped = true }
+        state.broadcast()
+    }
+
+    /// Answers `Timeout` for everything still pending now (end of the
+    /// shutdown grace period).
+    func expireAll() {
+        let due = state.withLock { state -> [PendingRequest] in
+            defer { state.queue.removeAll() }
+            return state.queue.filter { !$0.isFinished }
+        }
+        for request in due { onExpiry(request) }
+    }
+
+    func add(_ request: PendingRequest) {
+        let wasEmpty = state.withLock { state -> Bool in
+            let wasEmpty = state.queue.isEmpty
+            state.queue.append(request)
+            if state.queue.count > 1024 && state.queue.count % 1024 == 0 {
+                let unfinished = state.queue.reduce(0) { $0 + ($1.isFinished ? 0 : 1) }
+                if state.queue.count > 2 * unfinished {
+                    state.queue.removeAll(where: \.isFinished)
+                }
+            }
+            return wasEmpty
+        }
+        if wasEmpty { state.broadcast() }
+    }
+
+    private func run() {
+        while true {
+            let head = state.withLock { $0.queue.first?.deadline }
+            // Asleep with an empty queue; otherwise up to the head's deadline,
+            // re-checking at least every `resolution` (a compaction may have
+            // moved the head).
+            let wake = head.map { min($0, MonotonicClock.now + Self.resolution) }
+            let (due, stopped) = state.wait(
+                until: { state in
+                    if state.stopped { return true }
+                    guard let first = state.queue.first else { return false }
+                    // Asleep on an empty queue: wake to compute a deadline.
+                    return head == nil || first.isFinished || first.deadline <= MonotonicClock.now
+                },
+                deadline: wake
+            ) { state -> ([PendingRequest], Bool) in
+                var due: [PendingRequest] = []
+                let now = MonotonicClock.now
+                while let first = state.queue.first, first.isFinished || first.deadline <= now {
+                    state.queue.removeFirst()
+                    if !first.isFinished { due.append(first) }
+                }
+                return (due, state.stopped)
+            }
+            for request in due { onExpiry(request) }
+            if stopped { return }
+        }
+    }
+}

@@ -1,0 +1,158 @@
+import Logging
+import XCallbackRouting
+import XCallbackURL
+
+/// Turns request lines into outcomes: parse, route, hand to the plug-in's
+/// endpoint, take the one result, then write the record or dispatch the
+/// callback as the next hop of a chain.
+final class Dispatcher: Sendable {
+    let registry: PluginRegistry
+    let limits: ParseLimits
+    let timeout: Duration
+    /// Whether records need the input line (`jsonl`); `url` skips the copy.
+    let keepsInput: Bool
+    let logger: Logger
+    private let timer: DeadlineTimer
+
+    /// Internal callbacks a chain may follow before `LoopDetected` (SPEC 3).
+    static let maxHops = 8
+
+    init(registry: PluginRegistry, limits: ParseLimits, timeout: Duration, keepsInput: Bool, logger: Logger) {
+        self.registry = registry
+        self.limits = limits
+        self.timeout = timeout
+        self.keepsInput = keepsInput
+        self.logger = logger
+        let expired = ExpiryForwarder()
+        self.timer = DeadlineTimer { expired.target?.expire($0) }
+        expired.target = self
+        timer.start()
+    }
+
+    func stop() { timer.stop() }
+
+    /// Ends every request still pending with `Timeout` (shutdown).
+    func expireAll() { timer.expireAll() }
+
+    private var timeoutNanoseconds: UInt64 {
+        let (seconds, attoseconds) = timeout.components
+        return UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
+    }
+
+    // MARK: line → request
+
+    /// Dispatches one trimmed, non-blank, non-comment line.
+    func submit(line: UnsafeBufferPointer<UInt8>, sequence: UInt64, sink: OutputSink) {
+        let input = keepsInput ? String(decoding: line, as: UTF8.self) : ""
+        let url: RequestURL
+        do {
+            url = try RequestURL(parsing: line, limits: limits)
+        } catch {
+            sink.emit(OutcomeRecord(sequence: sequence, input: input,
+                                    outcome: HostError.invalidURL(error.message), callback: nil))
+            return
+        }
+        start(url, text: String(decoding: line, as: UTF8.self), input: input, hop: 0, sequence: sequence, sink: sink)
+    }
+
+    /// Answers a line the reader had to cut because it was too long.
+    func rejectOverlong(byteCount: Int, sequence: UInt64, sink: OutputSink) {
+        let message = "line is longer than the limit of \(limits.maxLineBytes) bytes (\(byteCount) bytes read)"
+        sink.emit(OutcomeRecord(sequence: sequence, input: "", outcome: HostError.invalidURL(message), callback: nil))
+    }
+
+    private func start(_ url: RequestURL, text: String, input: String, hop: Int, sequence: UInt64, sink: OutputSink) {
+        let candidates = registry.table.matches(scheme: url.scheme, host: url.host, path: url.pathSegments)
+        let pending = PendingRequest(
+            sequence: sequence, input: input, url: url, urlText: text, hop: hop, sink: sink,
+            deadline: MonotonicClock.now + timeoutNanoseconds, candidates: candidates)
+        attempt(pending, declinedBy: nil)
+    }
+
+    // MARK: request → handler
+
+    /// Gives the request to the best remaining route.
+    private func attempt(_ pending: PendingRequest, declinedBy previous: String?) {
+        guard !pending.isFinished else { return }
+        guard let match = pending.nextCandidate() else {
+            let message = previous == nil
+                ? "no route matches \(pending.url.scheme)://\(pending.url.host)/\(pending.url.pathSegments.joined(separator: "/"))"
+                : "every matching route declined the request (last: plug-in '\(previous!)')"
+            finish(pending, HostError.notFound(message))
+            return
+        }
+        let fields = RequestFields(
+            url: pending.urlText, scheme: pending.url.scheme, source: pending.url.source,
+            parameters: Array(pending.url.parameters),
+            arguments: match.arguments.map { QueryParameter(name: $0.name, value: $0.value) })
+        let plugin = match.value.pluginName
+        let call = HandlerCall { [self] result in
+            switch result {
+            case .declined: attempt(pending, declinedBy: plugin)
+            case .outcome(let outcome): finish(pending, outcome)
+            }
+        }
+        pending.began(call, plugin: plugin)
+        if previous == nil { timer.add(pending) }
+        match.value.endpoint.invoke(handler: match.value.handlerIndex, request: fields, call: call)
+    }
+
+    // MARK: outcome → record
+
+    /// Gives the request its outcome, if nothing else has.
+    private func finish(_ pending: PendingRequest, _ outcome: Outcome) {
+        guard pending.claim() else { return }
+        conclude(pending, outcome)
+    }
+
+    /// Delivers a claimed outcome: a record, or the next hop of a chain.
+    private func conclude(_ pending: PendingRequest, _ outcome: Outcome) {
+        let callback = pending.url.callbackURL(for: outcome.kind)
+        if let callback, let scheme = Self.scheme(of: callback), registry.routes(scheme: scheme) {
+            follow(callback, with: outcome, after: pending)
+            return
+        }
+        pending.sink.emit(OutcomeRecord(sequence: pending.sequence, input: pending.input,
+                                        outcome: outcome, callback: callback))
+    }
+
+    /// A callback to one of the host's own schemes is the next request of
+    /// the chain; the chain ends in one record, that of its last outcome.
+    private func follow(_ callback: String, with outcome: Outcome, after pending: PendingRequest) {
+        let next = CallbackURL.appending(outcome.parameters, to: callback)
+        guard pending.hop < Self.maxHops else {
+            let message = "a chain of callbacks to this host's own routes went past \(Self.maxHops) hops (last: \(next.prefix(200)))"
+            pending.sink.emit(OutcomeRecord(sequence: pending.sequence, input: pending.input,
+                                            outcome: HostError.loopDetected(message), callback: nil))
+            return
+        }
+        do {
+            let url = try RequestURL(parsing: next, limits: limits)
+            start(url, text: next, input: pending.input, hop: pending.hop + 1, sequence: pending.sequence, sink: pending.sink)
+        } catch {
+            pending.sink.emit(OutcomeRecord(sequence: pending.sequence, input: pending.input,
+                                            outcome: HostError.invalidURL("callback URL: \(error.message)"), callback: nil))
+        }
+    }
+
+    /// The deadline passed: `Timeout`, and the endpoint retires the attempt.
+    private func expire(_ pending: PendingRequest) {
+        guard pending.claim() else { return }
+        pending.currentCall?.abandon()
+        let seconds = Double(timeoutNanoseconds) / 1e9
+        let plugin = pending.currentPlugin ?? "?"
+        conclude(pending, HostError.timeout("plug-in '\(plugin)' did not complete the request within \(seconds) s"))
+    }
+
+    /// The lowercased scheme of a URL, without parsing the rest of it.
+    static func scheme(of url: String) -> String? {
+        guard let colon = url.utf8.firstIndex(of: UInt8(ascii: ":")) else { return nil }
+        return String(url[..<colon]).lowercased()
+    }
+}
+
+/// Breaks the init-order cycle between the dispatcher and its timer.
+private final class ExpiryForwarder: @unchecked Sendable {
+    // Written once in Dispatcher.init before the timer can fire.
+    weak var target: Dispatcher?
+}

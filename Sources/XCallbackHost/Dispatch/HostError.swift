@@ -1,0 +1,34 @@
+import XCallbackURL
+
+/// The errors the host itself gives (`errorDomain=xcallback`), SPEC section 2.
+enum HostError {
+    static let domain = "xcallback"
+
+    static func invalidURL(_ message: String) -> Outcome {
+        .error(code: "InvalidURL", message: message, domain: domain)
+    }
+
+    static func notFound(_ message: String) -> Outcome {
+        .error(code: "NotFoundAction", message: message, domain: domain)
+    }
+
+    static func parameter(_ message: String) -> Outcome {
+        .error(code: "ParameterError", message: message, domain: domain)
+    }
+
+    static func crashed(_ message: String) -> Outcome {
+        .error(code: "PluginCrashed", message: message, domain: domain)
+    }
+
+    static func timeout(_ message: String) -> Outcome {
+        .error(code: "Timeout", message: message, domain: domain)
+    }
+
+    static func unavailable(_ message: String) -> Outcome {
+        .error(code: "PluginUnavailable", message: message, domain: domain)
+    }
+
+    static func loopDetected(_ message: String) -> Outcome {
+        .error(code: "LoopDetected", message: message, domain: domain)
+    }
+}

@@ -1,0 +1,23 @@
+import CXCallback
+import XCallbackURL
+
+/// Runs a plug-in loaded into the host process (`--isolation none`): the
+/// lowest latency, and no protection: a crash in the plug-in is a crash of
+/// the host.
+final class InProcessEndpoint: PluginEndpoint {
+    let plugin: LoadedPlugin
+
+    init(plugin: LoadedPlugin) {
+        self.plugin = plugin
+    }
+
+    var pluginName: String { plugin.name }
+
+    func invoke(handler index: Int, request: RequestFields, call: HandlerCall) {
+        let handler = plugin.registrations[index].handler
+        let native = NativeRequest(request)
+        let reply = HostAPI.replies.open(request: native, plugin: plugin.name, deliver: call.deliver)
+        call.whenAbandoned { HostAPI.replies.expire(reply) }
+        handler.function(native.opaque, reply, handler.userData)
+    }
+}

@@ -1,0 +1,67 @@
+import Synchronization
+import XCallbackRouting
+import XCallbackURL
+
+/// One request on its way through the host, from dispatch to its one
+/// outcome. Finishing is a race between the handler, the deadline and
+/// shutdown; `claim()` lets exactly one of them win.
+final class PendingRequest: Sendable {
+    /// The record's place in its input stream (for `--keep-order`).
+    let sequence: UInt64
+    /// The line that started the chain, for the `jsonl` record.
+    let input: String
+    /// This hop's request.
+    let url: RequestURL
+    /// This hop's request text, as handlers see it (`request_url`).
+    let urlText: String
+    /// 0 for the line itself, 1... for callbacks dispatched internally.
+    let hop: Int
+    let sink: OutputSink
+    /// Monotonic nanoseconds after which the host answers `Timeout`.
+    let deadline: UInt64
+
+    private let finished = Atomic<Bool>(false)
+    private let state: Mutex<State>
+
+    private struct State: @unchecked Sendable {
+        // @unchecked: RouteMatches iterates a value copy of the table; the
+        // dispatcher only advances it from the attempt that just declined.
+        var candidates: RouteMatches<RouteTarget>
+        var currentCall: HandlerCall?
+        var currentPlugin: String?
+    }
+
+    init(sequence: UInt64, input: String, url: RequestURL, urlText: String, hop: Int,
+         sink: OutputSink, deadline: UInt64, candidates: RouteMatches<RouteTarget>) {
+        self.sequence = sequence
+        self.input = input
+        self.url = url
+        self.urlText = urlText
+        self.hop = hop
+        self.sink = sink
+        self.deadline = deadline
+        self.state = Mutex(State(candidates: candidates))
+    }
+
+    var isFinished: Bool { finished.load(ordering: .acquiring) }
+
+    /// True for exactly one caller: the one that gets to give the outcome.
+    func claim() -> Bool {
+        !finished.exchange(true, ordering: .acquiringAndReleasing)
+    }
+
+    /// The next route to try, best first.
+    func nextCandidate() -> RouteMatch<RouteTarget>? {
+        state.withLock { $0.candidates.next() }
+    }
+
+    func began(_ call: HandlerCall, plugin: String) {
+        state.withLock {
+            $0.currentCall = call
+            $0.currentPlugin = plugin
+        }
+    }
+
+    var currentCall: HandlerCall? { state.withLock { $0.currentCall } }
+    var currentPlugin: String? { state.withLock { $0.currentPlugin } }
+}

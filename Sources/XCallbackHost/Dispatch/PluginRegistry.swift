@@ -1,0 +1,73 @@
+import Synchronization
+import XCallbackRouting
+
+/// What the host knows about one plug-in file: loaded with its routes, or
+/// refused and why. `xcallback plugins` prints these.
+public struct PluginStatus: Sendable {
+    public var path: String
+    public var info: PluginInfo?
+    public var routes: [RoutePattern]
+    public var error: PluginLoadError?
+
+    public var isLoaded: Bool { error == nil && info != nil }
+
+    public init(path: String, info: PluginInfo?, routes: [RoutePattern], error: PluginLoadError?) {
+        self.path = path
+        self.info = info
+        self.routes = routes
+        self.error = error
+    }
+}
+
+/// The loaded plug-ins and the route table built from their registrations.
+/// Readers take a snapshot of the table (a value copy, cheap until the next
+/// change) so a reload never stalls a request in flight.
+final class PluginRegistry: Sendable {
+    private struct State {
+        var table = RouteTable<RouteTarget>()
+        var statuses: [PluginStatus] = []
+        var schemes: Set<String> = []
+    }
+
+    private let state = Mutex(State())
+
+    var table: RouteTable<RouteTarget> { state.withLock { $0.table } }
+    var statuses: [PluginStatus] { state.withLock { $0.statuses } }
+
+    /// Whether any route uses `scheme` (lowercased): callbacks to such a
+    /// scheme are dispatched inside the host instead of printed or opened.
+    func routes(scheme: String) -> Bool {
+        state.withLock { $0.schemes.contains(scheme) }
+    }
+
+    /// The plug-in owning a route of the same shape as `pattern`, if any.
+    func owner(ofSameShapeAs pattern: RoutePattern) -> String? {
+        state.withLock { state -> String? in
+            guard let existing = state.table.sameShapeRoutes(as: pattern).first else { return nil }
+            return state.table.routes.first { $0.pattern == existing }?.value.pluginName
+        }
+    }
+
+    /// Whether a plug-in of that name is loaded, and from where.
+    func path(ofPluginNamed name: String) -> String? {
+        state.withLock { $0.statuses.first { $0.isLoaded && $0.info?.name == name }?.path }
+    }
+
+    /// Adds a loaded plug-in's routes, in its registration order.
+    func add(_ endpoint: any PluginEndpoint, info: PluginInfo, routes: [RoutePattern]) {
+        state.withLock { state in
+            for (index, pattern) in routes.enumerated() {
+                state.table.insert(pattern, value: RouteTarget(endpoint: endpoint, handlerIndex: index))
+                state.schemes.insert(pattern.scheme)
+            }
+            state.statuses.append(PluginStatus(path: info.path, info: info, routes: routes, error: nil))
+        }
+    }
+
+    /// Records a file that was refused.
+    func refuse(_ error: PluginLoadError, info: PluginInfo? = nil) {
+        state.withLock {
+            $0.statuses.append(PluginStatus(path: error.path, info: info, routes: [], error: error))
+        }
+    }
+}

@@ -1,0 +1,38 @@
+import XCallbackURL
+
+/// How plug-ins run (`--isolation`).
+public enum Isolation: String, Sendable, CaseIterable {
+    /// Each plug-in in a worker process: a crash is an error outcome.
+    case process
+    /// Plug-ins inside the host: fastest; a crash takes the host down.
+    case none
+}
+
+/// Everything `xcallback run` can be told.
+public struct HostConfiguration: Sendable {
+    public var pluginDirectories: [String]
+    public var isolation: Isolation = .none
+    public var timeout: Duration = .seconds(30)
+    /// How long in-flight requests may finish after SIGINT/SIGTERM.
+    public var gracePeriod: Duration = .seconds(5)
+    public var keepOrder = false
+    public var output: OutputFormat = .url
+    public var openCommand: String?
+    public var limits = ParseLimits.default
+    public var allowInsecurePlugins = false
+
+    public init(pluginDirectories: [String]) {
+        self.pluginDirectories = pluginDirectories
+    }
+
+    /// The plug-in directories when none are named: `$XCALLBACK_PLUGIN_PATH`
+    /// (colon-separated), else the per-user and system directories.
+    public static func defaultPluginDirectories(environment: [String: String]) -> [String] {
+        if let path = environment["XCALLBACK_PLUGIN_PATH"], !path.isEmpty {
+            return path.split(separator: ":").map(String.init)
+        }
+        let dataHome = environment["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 }
+            ?? (environment["HOME"].map { $0 + "/.local/share" } ?? "/nonexistent")
+        return [dataHome + "/xcallback/plugins", "/usr/local/lib/xcallback/plugins", "/usr/lib/xcallback/plugins"]
+    }
+}

@@ -1,0 +1,106 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The `--socket PATH` input: a Unix stream socket. Each connection sends
+/// request lines and receives its own records on the same connection; the
+/// client signals the end of its requests by shutting down its write side.
+final class SocketListener: Sendable {
+    let path: String
+    let descriptor: Int32
+    /// Connections served at once; more wait in the listen backlog.
+    static let maxConnections = 256
+
+    init(path: String) throws(HostSetupError) {
+        self.path = path
+        var info = stat()
+        if lstat(path, &info) == 0 {
+            guard (info.st_mode & S_IFMT) == S_IFSOCK else {
+                throw HostSetupError("\(path) exists and is not a socket; refusing to replace it")
+            }
+            // A socket file left by a host that died: remove it only if no
+            // one answers on it.
+            if SocketClient.connect(path) != nil {
+                throw HostSetupError("another host is already listening on \(path)")
+            }
+            unlink(path)
+        }
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw HostSetupError("socket: \(String(cString: strerror(errno)))") }
+        guard var address = SocketClient.address(path) else {
+            close(fd)
+            throw HostSetupError("socket path too long: \(path)")
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard bound == 0, listen(fd, 128) == 0 else {
+            let message = String(cString: strerror(errno))
+            close(fd)
+            throw HostSetupError("cannot listen on \(path): \(message)")
+        }
+        chmod(path, 0o600)
+        descriptor = fd
+    }
+
+    /// Accepts connections until `stop` is raised, serving each on its own
+    /// thread with `serve`; returns when every connection has been served.
+    func acceptConnections(until stop: StopSignal, serve: @escaping @Sendable (Int32) -> Void) {
+        let active = ConditionLock(0)
+        while !stop.isRaised {
+            var fds = [pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0),
+                       pollfd(fd: stop.descriptor, events: Int16(POLLIN), revents: 0)]
+            guard poll(&fds, 2, -1) >= 0 || errno == EINTR else { break }
+            if fds[1].revents != 0 { break }
+            guard fds[0].revents != 0 else { continue }
+            let connection = accept(descriptor, nil, nil)
+            guard connection >= 0 else { continue }
+            _ = fcntl(connection, F_SETFD, FD_CLOEXEC)
+            active.wait(until: { $0 < Self.maxConnections }) { $0 += 1 }
+            Threads.detach {
+                serve(connection)
+                active.withLock { $0 -= 1 }
+                active.broadcast()
+            }
+        }
+        close(descriptor)
+        unlink(path)
+        active.wait(until: { $0 == 0 }) { _ in }
+    }
+}
+
+/// The client side of the socket, shared by `xcallback call`.
+public enum SocketClient {
+    static func address(_ path: String) -> sockaddr_un? {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return nil }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        return address
+    }
+
+    /// A connected socket, or nil when no one listens at `path`.
+    public static func connect(_ path: String) -> Int32? {
+        guard var address = address(path) else { return nil }
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard connected == 0 else {
+            close(fd)
+            return nil
+        }
+        return fd
+    }
+}

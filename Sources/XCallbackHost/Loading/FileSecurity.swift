@@ -1,0 +1,66 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The file checks a plug-in file and its directory must pass before the
+/// host runs any of its code: code that others can write is code others run.
+public struct FileSecurity: Sendable {
+    /// Skip the ownership and permission checks (`--allow-insecure-plugins`).
+    public var allowInsecure: Bool
+
+    public init(allowInsecure: Bool = false) {
+        self.allowInsecure = allowInsecure
+    }
+
+    /// Identity of a file, for de-duplicating one file reached twice.
+    public struct FileIdentity: Hashable, Sendable {
+        public var device: UInt64
+        public var inode: UInt64
+    }
+
+    /// Checks `path` (following no symlink for the verdict on the file
+    /// itself: a symlink is judged by its target, which must pass too).
+    func check(file path: String) -> Result<FileIdentity, PluginLoadError> {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            return .failure(PluginLoadError(path: path, reason: .cannotOpen(String(cString: strerror(errno)))))
+        }
+        guard (info.st_mode & S_IFMT) == S_IFREG else {
+            return .failure(PluginLoadError(path: path, reason: .notRegularFile))
+        }
+        if let problem = problem(with: info, kind: "file") {
+            return .failure(PluginLoadError(path: path, reason: .insecure(problem)))
+        }
+        return .success(FileIdentity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)))
+    }
+
+    /// Checks a plug-in directory; nil when it is fine.
+    func check(directory path: String) -> String? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return "\(path): \(String(cString: strerror(errno)))" }
+        guard (info.st_mode & S_IFMT) == S_IFDIR else { return "\(path): not a directory" }
+        return problem(with: info, kind: "directory").map { "\(path): refused: \($0)" }
+    }
+
+    private func problem(with info: stat, kind: String) -> String? {
+        if allowInsecure { return nil }
+        let mode = info.st_mode
+        if mode & S_IWOTH != 0 {
+            return "\(kind) is writable by others (mode \(octal(mode))); run chmod o-w, or pass --allow-insecure-plugins"
+        }
+        if mode & S_IWGRP != 0 {
+            return "\(kind) is writable by its group (mode \(octal(mode))); run chmod g-w, or pass --allow-insecure-plugins"
+        }
+        let owner = info.st_uid
+        if owner != 0 && owner != geteuid() {
+            return "\(kind) is owned by another user (uid \(owner)); only root or uid \(geteuid()) may own plug-ins"
+        }
+        return nil
+    }
+
+    private func octal(_ mode: mode_t) -> String {
+        "0" + String(mode & 0o7777, radix: 8)
+    }
+}

@@ -1,0 +1,44 @@
+/// Why a plug-in file was refused. Every message names the file.
+public struct PluginLoadError: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Reason: Sendable, Equatable {
+        /// `dlopen` failed: not a shared library, truncated, missing dependency.
+        case cannotOpen(String)
+        /// A shared library without `xcallback_plugin_descriptor`.
+        case notAPlugin
+        /// The descriptor is present but a field is wrong; names the field.
+        case badDescriptor(field: String, problem: String)
+        case missingRegister
+        case registrationFailed(status: Int32)
+        /// Group/other-writable, or owned by another non-root user.
+        case insecure(String)
+        case notRegularFile
+        /// Another file with the same plug-in name is already loaded.
+        case duplicateName(String)
+        /// The plug-in crashed while being loaded or checked (child process).
+        case crashed(String)
+        case other(String)
+    }
+
+    public var path: String
+    public var reason: Reason
+
+    public init(path: String, reason: Reason) {
+        self.path = path
+        self.reason = reason
+    }
+
+    public var description: String {
+        switch reason {
+        case .cannotOpen(let message): return "\(path): cannot load: \(message)"
+        case .notAPlugin: return "\(path): not an xcallback plug-in (no xcallback_plugin_descriptor symbol)"
+        case .badDescriptor(let field, let problem): return "\(path): descriptor field '\(field)' \(problem)"
+        case .missingRegister: return "\(path): no xcallback_plugin_register symbol"
+        case .registrationFailed(let status): return "\(path): xcallback_plugin_register failed with status \(status)"
+        case .insecure(let why): return "\(path): refused: \(why)"
+        case .notRegularFile: return "\(path): not a regular file"
+        case .duplicateName(let other): return "\(path): a plug-in with the same name is already loaded from \(other)"
+        case .crashed(let how): return "\(path): crashed while loading (\(how))"
+        case .other(let message): return "\(path): \(message)"
+        }
+    }
+}

@@ -1,0 +1,145 @@
+import CXCallback
+import Logging
+import XCallbackRouting
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// What a plug-in says about itself, read from its descriptor.
+public struct PluginInfo: Sendable, Equatable {
+    public var path: String
+    public var name: String
+    public var version: String
+    public var summary: String
+    public var abiMajor: Int
+    public var abiMinor: Int
+}
+
+/// A plug-in loaded into this process: its identity and the handlers it
+/// registered. Never unloaded (`dlclose` is unsafe for Swift code and for
+/// any plug-in with threads still running); reloading means a new process.
+public final class LoadedPlugin: Sendable {
+    public let info: PluginInfo
+    let handle: PluginHandle
+    let registrations: [Registration]
+    private let shutdownFunction: xcallback_shutdown_function?
+
+    init(info: PluginInfo, handle: PluginHandle, registrations: [Registration],
+         shutdown: xcallback_shutdown_function?) {
+        self.info = info
+        self.handle = handle
+        self.registrations = registrations
+        self.shutdownFunction = shutdown
+    }
+
+    public var name: String { info.name }
+    public var routes: [RoutePattern] { registrations.map(\.pattern) }
+
+    /// Calls the plug-in's optional shutdown hook.
+    func shutdown() {
+        shutdownFunction?(handle.opaque)
+    }
+}
+
+/// Loads plug-in files into this process.
+public struct PluginLoader: Sendable {
+    public var logger: Logger
+
+    public init(logger: Logger) {
+        self.logger = logger
+    }
+
+    /// Opens `path`, validates its descriptor, and runs its registration.
+    /// `conflictOwner` answers whether another plug-in owns a route of the
+    /// same shape (the existing owner keeps it).
+    public func load(
+        _ path: String,
+        conflictOwner: @escaping @Sendable (RoutePattern) -> String? = { _ in nil }
+    ) throws(PluginLoadError) -> LoadedPlugin {
+        // RTLD_NOW: an unresolved symbol fails here, not mid-request.
+        // RTLD_LOCAL: plug-ins cannot see (or clash with) each other's symbols.
+        // Never RTLD_DEEPBIND: it breaks the shared Swift runtime and libc.
+        guard let library = dlopen(path, RTLD_NOW | RTLD_LOCAL) else {
+            throw PluginLoadError(path: path, reason: .cannotOpen(Self.dlerrorMessage()))
+        }
+        let info = try Self.readDescriptor(library, path: path)
+        guard let registerSymbol = dlsym(library, XCALLBACK_REGISTER_SYMBOL) else {
+            throw PluginLoadError(path: path, reason: .missingRegister)
+        }
+        let register = unsafeBitCast(registerSymbol, to: xcallback_register_function.self)
+        let shutdown = dlsym(library, XCALLBACK_SHUTDOWN_SYMBOL).map {
+            unsafeBitCast($0, to: xcallback_shutdown_function.self)
+        }
+
+        let handle = PluginHandle(name: info.name, logger: logger, conflictOwner: conflictOwner).retainForever()
+        handle.beginRegistration()
+        let status = register(HostAPI.table, handle.opaque)
+        handle.endRegistration()
+        guard status == XCALLBACK_OK else {
+            throw PluginLoadError(path: path, reason: .registrationFailed(status: status))
+        }
+        return LoadedPlugin(info: info, handle: handle, registrations: handle.registrations, shutdown: shutdown)
+    }
+
+    /// Reads and checks the descriptor before anything else in the plug-in runs.
+    static func readDescriptor(_ library: UnsafeMutableRawPointer, path: String) throws(PluginLoadError) -> PluginInfo {
+        guard let symbol = dlsym(library, XCALLBACK_DESCRIPTOR_SYMBOL) else {
+            throw PluginLoadError(path: path, reason: .notAPlugin)
+        }
+        let describe = unsafeBitCast(symbol, to: xcallback_descriptor_function.self)
+        guard let descriptor = describe() else {
+            throw PluginLoadError(path: path, reason: .badDescriptor(field: "descriptor", problem: "is NULL"))
+        }
+        func bad(_ field: String, _ problem: String) -> PluginLoadError {
+            PluginLoadError(path: path, reason: .badDescriptor(field: field, problem: problem))
+        }
+        let magic = descriptor.pointee.magic
+        guard magic == XCALLBACK_ABI_MAGIC else {
+            throw bad("magic", "is 0x\(String(magic, radix: 16)), expected 0x\(String(XCALLBACK_ABI_MAGIC, radix: 16)) (XCALLBACK_ABI_MAGIC)")
+        }
+        let major = Int(descriptor.pointee.abi_major)
+        let minor = Int(descriptor.pointee.abi_minor)
+        guard major == Int(XCALLBACK_ABI_MAJOR) else {
+            throw bad("abi_major", "is \(major), but this host speaks ABI major \(XCALLBACK_ABI_MAJOR); rebuild the plug-in against this host's xcallback.h")
+        }
+        guard minor <= Int(XCALLBACK_ABI_MINOR) else {
+            throw bad("abi_minor", "is \(minor), newer than this host's ABI \(XCALLBACK_ABI_MAJOR).\(XCALLBACK_ABI_MINOR); upgrade xcallback")
+        }
+        let size = Int(descriptor.pointee.descriptor_size)
+        guard size >= MemoryLayout<xcallback_descriptor>.size else {
+            throw bad("descriptor_size", "is \(size), smaller than the \(MemoryLayout<xcallback_descriptor>.size) bytes of ABI \(major).\(minor)")
+        }
+        guard descriptor.pointee.flags == 0 else {
+            throw bad("flags", "is \(descriptor.pointee.flags); reserved, must be 0")
+        }
+        guard let namePointer = descriptor.pointee.name else {
+            throw bad("name", "is NULL")
+        }
+        let name = String(cString: namePointer)
+        guard Self.isValidName(name) else {
+            throw bad("name", "is \"\(name)\"; use 1-64 characters of A-Z a-z 0-9 . _ -")
+        }
+        return PluginInfo(
+            path: path,
+            name: name,
+            version: descriptor.pointee.version.map { String(cString: $0) } ?? "",
+            summary: descriptor.pointee.description.map { String(cString: $0) } ?? "",
+            abiMajor: major,
+            abiMinor: minor)
+    }
+
+    static func isValidName(_ name: String) -> Bool {
+        let utf8 = name.utf8
+        return (1...64).contains(utf8.count) && utf8.allSatisfy { byte in
+            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                || byte == 0x2E || byte == 0x5F || byte == 0x2D
+        }
+    }
+
+    private static func dlerrorMessage() -> String {
+        dlerror().map { String(cString: $0) } ?? "unknown dlopen error"
+    }
+}

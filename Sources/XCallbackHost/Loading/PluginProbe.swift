@@ -1,0 +1,171 @@
+import Logging
+import XCallbackRouting
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Validates a plug-in file in a child process (as GStreamer's plug-in
+/// scanner does): `dlopen` runs the plug-in's constructors, and a plug-in
+/// that crashes there must not take `xcallback plugins` or `check` down.
+///
+/// The child is this same executable started as `xcallback __probe FILE`;
+/// it answers on its stdout in a line format only this file reads.
+public enum PluginProbe {
+    /// The hidden subcommand name the child runs under.
+    public static let subcommand = "__probe"
+
+    /// Probes `path` with the executable at `executable`.
+    public static func probe(_ path: String, executable: String, allowInsecure: Bool) -> PluginStatus {
+        if case .failure(let error) = FileSecurity(allowInsecure: allowInsecure).check(file: path) {
+            return PluginStatus(path: path, info: nil, routes: [], error: error)
+        }
+        var output: [Int32] = [0, 0]
+        guard pipe(&output) == 0 else {
+            return failed(path, .other("pipe: \(String(cString: strerror(errno)))"))
+        }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, output[1], 1)
+        posix_spawn_file_actions_addclose(&actions, output[0])
+        let arguments: [UnsafeMutablePointer<CChar>?] = [strdup(executable), strdup(subcommand), strdup(path), nil]
+        defer { arguments.forEach { free($0) } }
+        var pid = pid_t()
+        let status = posix_spawn(&pid, executable, &actions, nil, arguments, environ)
+        close(output[1])
+        guard status == 0 else {
+            close(output[0])
+            return failed(path, .other("cannot start the probe: \(String(cString: strerror(status)))"))
+        }
+        let text = readAll(output[0])
+        close(output[0])
+        var waitStatus: Int32 = 0
+        while waitpid(pid, &waitStatus, 0) < 0 && errno == EINTR {}
+        if waitStatus & 0x7F != 0 {
+            let signal = waitStatus & 0x7F
+            return failed(path, .crashed("signal \(signal), \(signalName(signal))"))
+        }
+        return parse(text, path: path)
+    }
+
+    /// The child's side: load, report, exit.
+    public static func runChild(path: String, logger: Logger) -> Int32 {
+        // Anything the plug-in prints must not be mistaken for the report.
+        let report = dup(1)
+        dup2(2, 1)
+        var lines: [String] = []
+        do {
+            let plugin = try PluginLoader(logger: logger).load(path)
+            let info = plugin.info
+            lines.append(["plugin", info.name, info.version, "\(info.abiMajor).\(info.abiMinor)", info.summary].map(escape).joined(separator: "\t"))
+            for route in plugin.routes { lines.append("route\t" + escape(route.text)) }
+        } catch {
+            lines.append(["error", encode(error.reason), escape(error.description)].joined(separator: "\t"))
+        }
+        let text = lines.joined(separator: "\n") + "\n"
+        _ = text.withCString { write(report, $0, strlen($0)) }
+        return 0
+    }
+
+    private static func parse(_ text: String, path: String) -> PluginStatus {
+        var status = PluginStatus(path: path, info: nil, routes: [], error: nil)
+        for line in text.split(separator: "\n") {
+            let fields = line.split(separator: "\t", omittingEmptySubsequences: false).map { unescape(String($0)) }
+            switch fields.first {
+            case "plugin" where fields.count == 5:
+                let abi = fields[3].split(separator: ".").compactMap { Int($0) }
+                status.info = PluginInfo(path: path, name: fields[1], version: fields[2], summary: fields[4],
+                                         abiMajor: abi.first ?? 0, abiMinor: abi.dropFirst().first ?? 0)
+            case "route" where fields.count == 2:
+                if let pattern = try? RoutePattern(fields[1]) { status.routes.append(pattern) }
+            case "error" where fields.count == 3:
+                status.error = PluginLoadError(path: path, reason: decode(fields[1], message: fields[2], path: path))
+            default:
+                continue
+            }
+        }
+        if status.info == nil && status.error == nil {
+            status.error = PluginLoadError(path: path, reason: .other("the probe ended without a report"))
+        }
+        return status
+    }
+
+    private static func failed(_ path: String, _ reason: PluginLoadError.Reason) -> PluginStatus {
+        PluginStatus(path: path, info: nil, routes: [], error: PluginLoadError(path: path, reason: reason))
+    }
+
+    /// The reason travels as its kind plus the full message, which the
+    /// parent shows as is.
+    private static func encode(_ reason: PluginLoadError.Reason) -> String {
+        switch reason {
+        case .notAPlugin: return "notAPlugin"
+        case .badDescriptor: return "badDescriptor"
+        case .registrationFailed: return "registrationFailed"
+        default: return "other"
+        }
+    }
+
+    private static func decode(_ kind: String, message: String, path: String) -> PluginLoadError.Reason {
+        // Keep the child's full wording; strip the path it already carries.
+        let prefix = path + ": "
+        let text = message.hasPrefix(prefix) ? String(message.dropFirst(prefix.count)) : message
+        return kind == "notAPlugin" ? .notAPlugin : .other(text)
+    }
+
+    private static func escape(_ text: String) -> String {
+        text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\t", with: "\\t")
+            .replacingOccurrences(of: "\n", with: "\\n")
+    }
+
+    private static func unescape(_ text: String) -> String {
+        var result = ""
+        var escaping = false
+        for character in text {
+            if escaping {
+                result.append(character == "t" ? "\t" : character == "n" ? "\n" : character)
+                escaping = false
+            } else if character == "\\" {
+                escaping = true
+            } else {
+                result.append(character)
+            }
+        }
+        return result
+    }
+
+    static func readAll(_ descriptor: Int32) -> String {
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = read(descriptor, &chunk, chunk.count)
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { break }
+            bytes.append(contentsOf: chunk[0..<count])
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// SIGSEGV, SIGABRT… for messages.
+    public static func signalName(_ signal: Int32) -> String {
+        switch signal {
+        case SIGSEGV: return "SIGSEGV"
+        case SIGABRT: return "SIGABRT"
+        case SIGBUS: return "SIGBUS"
+        case SIGILL: return "SIGILL"
+        case SIGFPE: return "SIGFPE"
+        case SIGKILL: return "SIGKILL"
+        case SIGTERM: return "SIGTERM"
+        case SIGTRAP: return "SIGTRAP"
+        default: return String(cString: strsignal(signal))
+        }
+    }
+}
+
+extension String {
+    fileprivate func replacingOccurrences(of target: String, with replacement: String) -> String {
+        split(separator: target, omittingEmptySubsequences: false).joined(separator: replacement)
+    }
+}

@@ -1,0 +1,65 @@
+import Logging
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Runs `--open COMMAND` with a callback URL as its single argument: no
+/// shell, so no URL byte is ever interpreted. At most `maxConcurrent` run at
+/// once; more wait, which slows the host down instead of forking without end.
+final class CallbackOpener: Sendable {
+    let command: String
+    let logger: Logger
+    private let running = ConditionLock(0)
+    let maxConcurrent: Int
+
+    init(command: String, maxConcurrent: Int = 8, logger: Logger) {
+        self.command = command
+        self.maxConcurrent = maxConcurrent
+        self.logger = logger
+    }
+
+    func open(_ url: String) {
+        running.wait(until: { [maxConcurrent] in $0 < maxConcurrent }) { $0 += 1 }
+        Threads.detach { [self] in
+            defer {
+                running.withLock { $0 -= 1 }
+                running.broadcast()
+            }
+            let status = Self.spawnAndWait(command, url)
+            switch status {
+            case .success(0): break
+            case .success(let code): logger.warning("--open: '\(command)' exited with status \(code) for \(url)")
+            case .failure(let failure): logger.error("--open: cannot run '\(command)': \(failure.message)")
+            }
+        }
+    }
+
+    /// Waits until every launched command has ended.
+    func drain() {
+        running.wait(until: { $0 == 0 }) { _ in }
+    }
+
+    private static func spawnAndWait(_ command: String, _ url: String) -> Result<Int32, SpawnFailure> {
+        var pid = pid_t()
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        // The command's stdout must not mix with outcome records.
+        posix_spawn_file_actions_adddup2(&actions, 2, 1)
+        let arguments: [UnsafeMutablePointer<CChar>?] = [strdup(command), strdup(url), nil]
+        defer { arguments.forEach { free($0) } }
+        let status = posix_spawnp(&pid, command, &actions, nil, arguments, environ)
+        guard status == 0 else { return .failure(SpawnFailure(message: String(cString: strerror(status)))) }
+        var waitStatus: Int32 = 0
+        while waitpid(pid, &waitStatus, 0) < 0 && errno == EINTR {}
+        return .success((waitStatus & 0x7F) == 0 ? (waitStatus >> 8) & 0xFF : 128 + (waitStatus & 0x7F))
+    }
+}
+
+private struct SpawnFailure: Error {
+    var message: String
+}

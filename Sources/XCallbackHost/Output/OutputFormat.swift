@@ -1,0 +1,68 @@
+import XCallbackURL
+
+/// How outcome records are written (`--output`).
+public enum OutputFormat: String, Sendable, CaseIterable {
+    /// One URL per line: the callback with the outcome appended, or
+    /// `success?…`, `error?…`, `cancel` when the request gave none.
+    case url
+    /// One JSON object per line: input, outcome, params, callback.
+    case jsonl
+
+    /// Appends one record and its newline to `output`.
+    public func write(_ record: OutcomeRecord, to output: inout [UInt8]) {
+        switch self {
+        case .url:
+            record.outcome.appendLine(callback: record.callback, to: &output)
+        case .jsonl:
+            output.append(contentsOf: #"{"input":"#.utf8)
+            JSON.appendString(record.input, to: &output)
+            output.append(contentsOf: #","outcome":"#.utf8)
+            JSON.appendString(record.outcome.kind.rawValue, to: &output)
+            output.append(contentsOf: #","params":{"#.utf8)
+            var seen = Set<String>()
+            for parameter in record.outcome.parameters where seen.insert(parameter.name).inserted {
+                if seen.count > 1 { output.append(UInt8(ascii: ",")) }
+                JSON.appendString(parameter.name, to: &output)
+                output.append(UInt8(ascii: ":"))
+                JSON.appendString(parameter.value, to: &output)
+            }
+            output.append(contentsOf: #"},"callback":"#.utf8)
+            if let callback = record.resolvedCallback {
+                JSON.appendString(callback, to: &output)
+            } else {
+                output.append(contentsOf: "null".utf8)
+            }
+            output.append(UInt8(ascii: "}"))
+        }
+        output.append(UInt8(ascii: "\n"))
+    }
+}
+
+/// The JSON string encoding the `jsonl` output needs, and no more.
+public enum JSON {
+    /// `text` as a JSON string literal, quotes included.
+    public static func quoted(_ text: String) -> String {
+        var bytes: [UInt8] = []
+        appendString(text, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    private static let hex = Array("0123456789abcdef".utf8)
+
+    static func appendString(_ text: String, to output: inout [UInt8]) {
+        output.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): output.append(contentsOf: [0x5C, 0x22])
+            case UInt8(ascii: "\\"): output.append(contentsOf: [0x5C, 0x5C])
+            case UInt8(ascii: "\n"): output.append(contentsOf: [0x5C, UInt8(ascii: "n")])
+            case UInt8(ascii: "\r"): output.append(contentsOf: [0x5C, UInt8(ascii: "r")])
+            case UInt8(ascii: "\t"): output.append(contentsOf: [0x5C, UInt8(ascii: "t")])
+            case 0..<0x20, 0x7F:
+                output.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+            default: output.append(byte)
+            }
+        }
+        output.append(UInt8(ascii: "\""))
+    }
+}

@@ -1,0 +1,78 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A mutex with a condition variable, for the few places that must sleep
+/// until another thread changes shared state (bounded queues, the deadline
+/// timer). `Synchronization.Mutex` has no condition variable, hence pthreads.
+final class ConditionLock<State>: @unchecked Sendable {
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    // Guarded by `mutex`; @unchecked Sendable rests on that.
+    private var state: State
+
+    init(_ state: State) {
+        self.state = state
+        pthread_mutex_init(mutex, nil)
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        // Timed waits measure the monotonic clock, immune to wall-clock jumps.
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        pthread_cond_init(condition, &attributes)
+        pthread_condattr_destroy(&attributes)
+    }
+
+    deinit {
+        pthread_cond_destroy(condition)
+        pthread_mutex_destroy(mutex)
+        condition.deallocate()
+        mutex.deallocate()
+    }
+
+    /// Runs `body` with the lock held.
+    func withLock<R>(_ body: (inout State) throws -> R) rethrows -> R {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body(&state)
+    }
+
+    /// Waits until `isReady` holds, then runs `body`, all under the lock.
+    /// With a deadline (monotonic nanoseconds), gives up when it passes and
+    /// runs `body` anyway; `body` must check the state itself.
+    func wait<R>(
+        until isReady: (State) -> Bool,
+        deadline: UInt64? = nil,
+        then body: (inout State) throws -> R
+    ) rethrows -> R {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        while !isReady(state) {
+            if let deadline {
+                if MonotonicClock.now >= deadline { break }
+                var time = timespec(
+                    tv_sec: Int(deadline / 1_000_000_000),
+                    tv_nsec: Int(deadline % 1_000_000_000))
+                pthread_cond_timedwait(condition, mutex, &time)
+            } else {
+                pthread_cond_wait(condition, mutex)
+            }
+        }
+        return try body(&state)
+    }
+
+    /// Wakes every waiter; call after changing the state they wait on.
+    func broadcast() {
+        pthread_cond_broadcast(condition)
+    }
+}
+
+/// Monotonic time in nanoseconds, the clock of every deadline in the host.
+enum MonotonicClock {
+    static var now: UInt64 {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return UInt64(time.tv_sec) &* 1_000_000_000 &+ UInt64(time.tv_nsec)
+    }
+}

@@ -1,0 +1,88 @@
+import CXCallback
+import XCallbackURL
+
+/// Copies a request out of the host's memory through the API table.
+struct RequestReader {
+    let api: UnsafePointer<xcallback_host_api>
+    let request: OpaquePointer?
+
+    func read(argumentNames: [String]) -> Request {
+        let table = api.pointee
+        func text(_ pointer: UnsafePointer<CChar>?) -> String? { pointer.map { String(cString: $0) } }
+        var parameters: [QueryParameter] = []
+        let count = table.request_parameter_count(request)
+        parameters.reserveCapacity(count)
+        for index in 0..<count {
+            var length = 0
+            guard let name = table.request_parameter_name(request, index),
+                  let value = table.request_parameter_value(request, index, &length) else { continue }
+            // Values may hold NUL bytes (%00): copy by length, not to the first NUL.
+            let bytes = UnsafeRawBufferPointer(start: value, count: length)
+            parameters.append(QueryParameter(name: String(cString: name), value: String(decoding: bytes, as: UTF8.self)))
+        }
+        var arguments: [String: String] = [:]
+        for name in argumentNames {
+            if let value = text(table.request_argument(request, name)) { arguments[name] = value }
+        }
+        return Request(
+            url: text(table.request_url(request)) ?? "",
+            scheme: text(table.request_scheme(request)) ?? "",
+            source: text(table.request_source(request)),
+            parameters: QueryParameters(parameters),
+            arguments: arguments)
+    }
+}
+
+/// Completes a reply token through the API table.
+struct ReplySender: @unchecked Sendable {
+    // @unchecked: the host API table is immutable and outlives the plug-in.
+    let api: UnsafePointer<xcallback_host_api>
+
+    func send(_ answer: Reply, to reply: xcallback_reply) {
+        let table = api.pointee
+        switch answer.kind {
+        case .success(let parameters):
+            let names = parameters.map { strdup($0.name) }
+            let values = parameters.map { strdup($0.value) }
+            defer { (names + values).forEach { free($0) } }
+            var items = zip(names, values).map { xcallback_param(name: $0, value: $1) }
+            _ = table.reply_success(reply, &items, items.count)
+        case .error(let code, let message, let domain):
+            _ = table.reply_error(reply, code, message, domain)
+        case .cancel:
+            _ = table.reply_cancel(reply)
+        case .decline:
+            _ = table.reply_decline(reply)
+        }
+    }
+}
+
+/// The `:name` and `*` arguments of a pattern, for reading them back.
+enum PatternArguments {
+    static func names(in pattern: String) -> [String] {
+        var names: [String] = []
+        var current: String?
+        for character in pattern {
+            if character == ":" && current == nil {
+                current = ""
+            } else if var name = current {
+                if character == "/" || character == "(" || character == ")" || character == "?" {
+                    if !name.isEmpty { names.append(name) }
+                    current = nil
+                } else {
+                    name.append(character)
+                    current = name
+                }
+            }
+        }
+        if let name = current, !name.isEmpty { names.append(name) }
+        if pattern.hasSuffix("*") { names.append("*") }
+        return names
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif

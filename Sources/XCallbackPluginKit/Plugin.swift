@@ -1,0 +1,113 @@
+import CXCallback
+import XCallbackURL
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A plug-in written in Swift. Declare one as a global constant and export
+/// the two entry points with `@_cdecl` (Swift cannot export them for you
+/// without macros):
+///
+/// ```swift
+/// let calculator = Plugin(name: "calculator", version: "1.0.0") { routes in
+///     routes.action("calc", "add") { request in
+///         .success(["result": "\(try request.parameter("lhs", as: Double.self) + …)"])
+///     }
+/// }
+/// @_cdecl("xcallback_plugin_descriptor")
+/// public func descriptor() -> UnsafeRawPointer { calculator.descriptor }
+/// @_cdecl("xcallback_plugin_register")
+/// public func register(_ api: UnsafeRawPointer?, _ plugin: OpaquePointer?) -> Int32 {
+///     calculator.register(api: api, plugin: plugin)
+/// }
+/// ```
+public final class Plugin: @unchecked Sendable {
+    // @unchecked: `descriptor` points at immutable memory written once in
+    // init and never freed (the host may read it at any time).
+    public let name: String
+    /// The `xcallback_descriptor` to return from `xcallback_plugin_descriptor`.
+    public let descriptor: UnsafeRawPointer
+    private let routes: Routes
+
+    public init(name: String, version: String, summary: String = "", routes build: (inout Routes) -> Void) {
+        self.name = name
+        var routes = Routes()
+        build(&routes)
+        self.routes = routes
+        let descriptor = UnsafeMutablePointer<xcallback_descriptor>.allocate(capacity: 1)
+        descriptor.initialize(to: xcallback_descriptor(
+            magic: XCALLBACK_ABI_MAGIC,
+            abi_major: UInt16(XCALLBACK_ABI_MAJOR),
+            abi_minor: UInt16(XCALLBACK_ABI_MINOR),
+            descriptor_size: UInt32(MemoryLayout<xcallback_descriptor>.size),
+            flags: 0,
+            name: UnsafePointer(strdup(name)),
+            version: UnsafePointer(strdup(version)),
+            description: UnsafePointer(strdup(summary))))
+        self.descriptor = UnsafeRawPointer(descriptor)
+    }
+
+    /// The body of `xcallback_plugin_register`.
+    public func register(api rawAPI: UnsafeRawPointer?, plugin: OpaquePointer?) -> Int32 {
+        guard let rawAPI else { return Int32(XCALLBACK_ERR_INVALID_ARGUMENT) }
+        let api = rawAPI.assumingMemoryBound(to: xcallback_host_api.self)
+        for route in routes.routes {
+            // Boxes live as long as the process: the host may call a handler
+            // until it exits, and plug-ins are never unloaded.
+            let box = Unmanaged.passRetained(HandlerBox(api: api, route: route)).toOpaque()
+            let status: Int32
+            switch route.form {
+            case .action(let scheme, let action):
+                status = api.pointee.register_action(plugin, scheme, action, trampoline, box)
+            case .controllerAction(let scheme, let controller, let action):
+                status = api.pointee.register_controller_action(plugin, scheme, controller, action, trampoline, box)
+            case .pattern(let pattern):
+                status = api.pointee.register_pattern(plugin, pattern, trampoline, box)
+            }
+            if status != XCALLBACK_OK { return status }
+        }
+        return Int32(XCALLBACK_OK)
+    }
+}
+
+/// One registered Swift handler and the host table to answer through.
+final class HandlerBox: @unchecked Sendable {
+    // @unchecked: the host API table is immutable and outlives the plug-in.
+    let api: UnsafePointer<xcallback_host_api>
+    let route: Routes.Route
+    let argumentNames: [String]
+
+    init(api: UnsafePointer<xcallback_host_api>, route: Routes.Route) {
+        self.api = api
+        self.route = route
+        if case .pattern(let pattern) = route.form {
+            argumentNames = PatternArguments.names(in: pattern)
+        } else {
+            argumentNames = []
+        }
+    }
+}
+
+/// The one C function every Swift handler is registered with; `userData`
+/// says which Swift closure to run.
+private let trampoline: xcallback_handler = { request, reply, userData in
+    let box = Unmanaged<HandlerBox>.fromOpaque(userData!).takeUnretainedValue()
+    let copied = RequestReader(api: box.api, request: request).read(argumentNames: box.argumentNames)
+    switch box.route.body {
+    case .sync(let handler):
+        let answer: Reply
+        do { answer = try handler(copied) } catch { answer = Reply.from(error) }
+        ReplySender(api: box.api).send(answer, to: reply)
+    case .async(let handler):
+        let api = box.api
+        let sender = ReplySender(api: api)
+        Task {
+            let answer: Reply
+            do { answer = try await handler(copied) } catch { answer = Reply.from(error) }
+            sender.send(answer, to: reply)
+        }
+    }
+}

@@ -1,0 +1,64 @@
+import XCallbackURL
+
+/// What a Swift handler answers. Errors may also be thrown: see `PluginError`.
+public struct Reply: Sendable, Equatable {
+    enum Kind: Sendable, Equatable {
+        case success([QueryParameter])
+        case error(code: String, message: String, domain: String?)
+        case cancel
+        case decline
+    }
+
+    let kind: Kind
+
+    /// Success with output parameters, in the order written:
+    /// `.success(["result": "6.2"])`.
+    public static func success(_ parameters: KeyValuePairs<String, String> = [:]) -> Reply {
+        Reply(kind: .success(parameters.map { QueryParameter(name: $0.key, value: $0.value) }))
+    }
+
+    /// Success with output parameters built at run time.
+    public static func success(_ parameters: [QueryParameter]) -> Reply {
+        Reply(kind: .success(parameters))
+    }
+
+    /// An error; `domain` defaults to the plug-in's name.
+    public static func error(code: String, message: String, domain: String? = nil) -> Reply {
+        Reply(kind: .error(code: code, message: message, domain: domain))
+    }
+
+    /// The request was cancelled: the `x-cancel` callback fires.
+    public static let cancel = Reply(kind: .cancel)
+
+    /// Not for this handler after all: the host tries the next matching route.
+    public static let decline = Reply(kind: .decline)
+}
+
+/// An error a handler can throw to choose its outcome's code and message.
+/// Any other thrown error becomes an error outcome whose code is the
+/// error's type name and whose domain is the plug-in's name.
+public protocol PluginError: Error {
+    var errorCode: String { get }
+    var errorMessage: String { get }
+    /// nil: the plug-in's name.
+    var errorDomain: String? { get }
+}
+
+extension PluginError {
+    public var errorDomain: String? { nil }
+}
+
+extension Reply {
+    /// The outcome a thrown error stands for.
+    static func from(_ error: any Error) -> Reply {
+        switch error {
+        case let error as ParameterError:
+            // Detected by a typed binding: the host's code and domain (SPEC 2).
+            return .error(code: "ParameterError", message: error.message, domain: "xcallback")
+        case let error as PluginError:
+            return .error(code: error.errorCode, message: error.errorMessage, domain: error.errorDomain)
+        default:
+            return .error(code: String(describing: type(of: error)), message: String(describing: error))
+        }
+    }
+}

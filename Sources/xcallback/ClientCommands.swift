@@ -1,0 +1,169 @@
+import ArgumentParser
+import XCallbackHost
+import XCallbackURL
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct SendCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "send",
+        abstract: "Write URLs to a running host's FIFO, each in one atomic write.")
+
+    @Option(help: ArgumentHelp("The host's FIFO (default: $XDG_RUNTIME_DIR/xcallback-UID.fifo).", valueName: "path"))
+    var fifo: String?
+
+    @Argument(help: "Request URLs.") var urls: [String]
+
+    func validate() throws {
+        if urls.isEmpty { throw ValidationError("give at least one URL") }
+        for url in urls {
+            // One write of at most PIPE_BUF bytes is atomic: lines from
+            // several writers never interleave.
+            if url.utf8.count + 1 > Int(PIPE_BUF) {
+                throw ValidationError("URL is \(url.utf8.count) bytes; a FIFO write is atomic only up to \(PIPE_BUF - 1) bytes plus the newline")
+            }
+            if url.utf8.contains(UInt8(ascii: "\n")) { throw ValidationError("a URL cannot contain a newline") }
+        }
+    }
+
+    func run() throws {
+        let path = fifo ?? Environment.defaultFIFO
+        signal(SIGPIPE, SIG_IGN)
+        // Non-blocking open fails with ENXIO when no host has the FIFO open.
+        let fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else {
+            if errno == ENXIO { throw Failure.exit("no host is reading \(path) (start one with: xcallback run --fifo \(path))") }
+            throw Failure.exit("cannot open \(path): \(String(cString: strerror(errno)))")
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFIFO else {
+            throw Failure.exit("\(path) is not a FIFO")
+        }
+        for url in urls {
+            let line = Array((url + "\n").utf8)
+            while true {
+                let written = write(fd, line, line.count)
+                if written == line.count { break }
+                if written < 0 && (errno == EAGAIN || errno == EINTR) {
+                    // The pipe is full: wait until the host has read some.
+                    var pending = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+                    _ = poll(&pending, 1, 1000)
+                    continue
+                }
+                throw Failure.exit("writing to \(path): \(written < 0 ? String(cString: strerror(errno)) : "short write")")
+            }
+        }
+    }
+}
+
+struct CallCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "call",
+        abstract: "Send one URL to a running host's socket and print its outcome record.",
+        discussion: "Exits 0 on success, 1 on error, 2 on cancel, 3 when no host answers.")
+
+    @Option(help: ArgumentHelp("The host's socket (default: $XDG_RUNTIME_DIR/xcallback-UID.sock).", valueName: "path"))
+    var socket: String?
+
+    @Argument(help: "The request URL.") var url: String
+
+    func run() throws {
+        let path = socket ?? Environment.defaultSocket
+        signal(SIGPIPE, SIG_IGN)
+        guard let fd = SocketClient.connect(path) else {
+            throw Failure.exit("no host is listening on \(path) (start one with: xcallback run --socket \(path))", status: 3)
+        }
+        defer { close(fd) }
+        let line = Array((url + "\n").utf8)
+        guard write(fd, line, line.count) == line.count else {
+            throw Failure.exit("sending to \(path): \(String(cString: strerror(errno)))", status: 3)
+        }
+        shutdown(fd, Int32(SHUT_WR))
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = read(fd, &chunk, chunk.count)
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { break }
+            bytes.append(contentsOf: chunk[0..<count])
+        }
+        let record = String(decoding: bytes, as: UTF8.self).split(separator: "\n").first.map(String.init) ?? ""
+        guard !record.isEmpty else { throw Failure.exit("the host closed the connection without an outcome", status: 3) }
+        print(record)
+        switch RecordClassifier.kind(of: record, request: url) {
+        case .success: return
+        case .error: throw ExitCode(1)
+        case .cancel: throw ExitCode(2)
+        }
+    }
+}
+
+/// Tells which outcome a record is, from either output format.
+enum RecordClassifier {
+    static func kind(of record: String, request: String) -> OutcomeKind {
+        if record.hasPrefix("{") {
+            if record.contains(#""outcome":"error""#) { return .error }
+            if record.contains(#""outcome":"cancel""#) { return .cancel }
+            return .success
+        }
+        if record == "cancel" || record.hasPrefix("cancel?") { return .cancel }
+        if record.hasPrefix("error?") { return .error }
+        if record == "success" || record.hasPrefix("success?") { return .success }
+        // A callback URL: match it against the request's callbacks; an
+        // error carries errorCode, which tells x-error from the others when
+        // several callbacks share a URL.
+        let parsed = try? RequestURL(parsing: request)
+        let hasErrorCode = record.contains("errorCode=")
+        if let error = parsed?.errorURL, record.hasPrefix(error), hasErrorCode { return .error }
+        if let cancel = parsed?.cancelURL, record.hasPrefix(cancel), !hasErrorCode { return .cancel }
+        if let success = parsed?.successURL, record.hasPrefix(success) { return .success }
+        return hasErrorCode ? .error : .success
+    }
+}
+
+struct SDKCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sdk",
+        abstract: "Print where xcallback.h is, for building plug-ins with a plain C compiler.")
+
+    @Flag(name: .customLong("include-dir"), help: "The directory holding xcallback.h.") var includeDirectory = false
+    @Flag(help: "Compiler flags: -I<dir>.") var cflags = false
+
+    func run() throws {
+        guard let directory = SDKLocation.includeDirectory() else {
+            throw Failure.exit("cannot find xcallback.h; set XCALLBACK_SDK_INCLUDE to the directory holding it")
+        }
+        if cflags { print("-I\(directory)") } else { print(directory) }
+    }
+}
+
+/// Where xcallback.h lives: beside an installed binary
+/// (PREFIX/bin/xcallback → PREFIX/include/xcallback), or, for a build from
+/// source, in the package the binary was built from.
+enum SDKLocation {
+    static func includeDirectory() -> String? {
+        if let explicit = Environment.current["XCALLBACK_SDK_INCLUDE"] { return explicit }
+        let executable = Environment.executable
+        var directory = String(executable[..<(executable.lastIndex(of: "/") ?? executable.startIndex)])
+        var candidates = [directory + "/../include/xcallback"]
+        // .build/<triple>/<config>/xcallback → package root, a few levels up.
+        for _ in 0..<5 {
+            directory = String(directory[..<(directory.lastIndex(of: "/") ?? directory.startIndex)])
+            if directory.isEmpty { break }
+            candidates.append(directory + "/Sources/CXCallback/include")
+        }
+        for candidate in candidates where access(candidate + "/xcallback.h", R_OK) == 0 {
+            return canonical(candidate)
+        }
+        return nil
+    }
+
+    private static func canonical(_ path: String) -> String {
+        guard let resolved = realpath(path, nil) else { return path }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+}

@@ -1,0 +1,14 @@
+import ArgumentParser
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Ends a command with one line on stderr and a non-zero exit status.
+enum Failure {
+    static func exit(_ message: String, status: Int32 = 1) -> ExitCode {
+        let line = Array("xcallback: \(message)\n".utf8)
+        _ = write(2, line, line.count)
+        return ExitCode(status)
+    }
+}

@@ -1,0 +1,120 @@
+import ArgumentParser
+import XCallbackHost
+
+/// Probes every plug-in file of the directories, each in a child process.
+private func probeAll(_ options: PluginDirectoryOptions) throws -> [PluginStatus] {
+    let scan = PluginDiscovery(directories: options.resolved,
+                               security: FileSecurity(allowInsecure: options.allowInsecure)).scan()
+    if options.areExplicit, let problem = scan.unreadableDirectories.first {
+        throw Failure.exit("unusable plug-in directory: \(problem)")
+    }
+    let refused = scan.refused.map { PluginStatus(path: $0.path, info: nil, routes: [], error: $0) }
+    let probed = scan.candidates.map {
+        PluginProbe.probe($0, executable: Environment.executable, allowInsecure: options.allowInsecure)
+    }
+    return (probed + refused).sorted { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) }
+}
+
+struct PluginsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "plugins",
+        abstract: "List every plug-in file found, loaded or rejected and why.")
+
+    @OptionGroup var plugins: PluginDirectoryOptions
+    @Flag(help: "One JSON object per plug-in file.") var json = false
+
+    func run() throws {
+        for status in try probeAll(plugins) {
+            if json {
+                print(JSONText.object([
+                    ("path", .string(status.path)),
+                    ("status", .string(status.isLoaded ? "loaded" : "rejected")),
+                    ("name", status.info.map { .string($0.name) } ?? .null),
+                    ("version", status.info.map { .string($0.version) } ?? .null),
+                    ("abi", status.info.map { .string("\($0.abiMajor).\($0.abiMinor)") } ?? .null),
+                    ("routes", .number(status.routes.count)),
+                    ("error", status.error.map { .string($0.description) } ?? .null),
+                ]))
+            } else if let info = status.info, status.isLoaded {
+                print("loaded    \(info.name) \(info.version) (ABI \(info.abiMajor).\(info.abiMinor), \(status.routes.count) routes)  \(status.path)")
+            } else {
+                print("rejected  \(status.error?.description ?? status.path)")
+            }
+        }
+    }
+}
+
+struct RoutesCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "routes",
+        abstract: "Print the route table: pattern → plug-in.")
+
+    @OptionGroup var plugins: PluginDirectoryOptions
+    @Flag(help: "One JSON object per route.") var json = false
+
+    func run() throws {
+        for status in try probeAll(plugins) where status.isLoaded {
+            for route in status.routes {
+                if json {
+                    print(JSONText.object([("pattern", .string(route.text)), ("plugin", .string(status.info!.name))]))
+                } else {
+                    print("\(route.text) → \(status.info!.name)")
+                }
+            }
+        }
+    }
+}
+
+struct CheckCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check",
+        abstract: "Validate one plug-in file without running a host.",
+        discussion: "Exit 0 and its routes when valid; non-zero and a one-line reason when not.")
+
+    @Argument(help: "The plug-in file (.so).") var file: String
+    @Flag(name: .customLong("allow-insecure-plugins"), help: "Skip the ownership and permission checks.")
+    var allowInsecure = false
+
+    func run() throws {
+        let status = PluginProbe.probe(file, executable: Environment.executable, allowInsecure: allowInsecure)
+        guard status.isLoaded, let info = status.info else {
+            throw Failure.exit(status.error?.description ?? "\(file): not a valid plug-in")
+        }
+        print("\(info.name) \(info.version) (ABI \(info.abiMajor).\(info.abiMinor))")
+        for route in status.routes { print(route.text) }
+    }
+}
+
+/// The child side of PluginProbe; not for people.
+struct ProbeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: PluginProbe.subcommand, shouldDisplay: false)
+
+    @Argument var file: String
+
+    func run() throws {
+        Diagnostics.bootstrap(level: .error)
+        throw ExitCode(PluginProbe.runChild(path: file, logger: Diagnostics.logger))
+    }
+}
+
+/// Just enough JSON for listings.
+enum JSONText {
+    enum Value {
+        case string(String), number(Int), null
+    }
+
+    static func object(_ fields: [(String, Value)]) -> String {
+        "{" + fields.map { name, value in
+            let rendered: String
+            switch value {
+            case .string(let text): rendered = quote(text)
+            case .number(let number): rendered = String(number)
+            case .null: rendered = "null"
+            }
+            return quote(name) + ":" + rendered
+        }.joined(separator: ",") + "}"
+    }
+
+    static func quote(_ text: String) -> String { JSON.quoted(text) }
+}
