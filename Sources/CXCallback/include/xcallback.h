@@ -91,8 +91,8 @@ typedef struct xcallback_descriptor {
 
 /**
  * Defines xcallback_plugin_descriptor() for a C plug-in in one line:
- *     XCALLBACK_PLUGIN("alert", "1.0.0", "Shows alerts");
- */
+ *     XCALLBACK_PLUGIN("alert", "1.0.0", "Shows alerts")
+ *  (no semicolon after it: it expands to a function definition). */
 #define XCALLBACK_PLUGIN(name, version, description)                           \
     XCALLBACK_EXPORT const xcallback_descriptor *xcallback_plugin_descriptor(void) { \
         static const xcallback_descriptor descriptor =                         \
@@ -201,7 +201,8 @@ typedef struct xcallback_host_api {
     /** Name of parameter `index`, or NULL past the end. */
     const char *(*request_parameter_name)(const xcallback_request *request, size_t index);
     /** Decoded value of parameter `index`, or NULL past the end. A value may
-     *  hold NUL bytes (`%00`): `length`, when not NULL, receives its size. */
+     *  hold NUL bytes (`%00`): `length`, when not NULL, receives its size;
+     *  `value[length]` is always a terminating NUL. */
     const char *(*request_parameter_value)(const xcallback_request *request, size_t index,
                                            size_t *length);
     /** First value of parameter `name`, or NULL when absent. */
@@ -224,7 +225,8 @@ typedef struct xcallback_host_api {
 
     /* --- ABI 1.0: diagnostics -------------------------------------------- */
 
-    /** Writes one line to the host's log (stderr), tagged with the plug-in. */
+    /** Writes one line to the host's log (stderr), tagged with the plug-in.
+     *  Callable from any thread, at any time while the plug-in is loaded. */
     void (*log)(xcallback_plugin *plugin, int level, const char *message);
 
     /* Functions added in later minors are appended here, never above. */
@@ -254,8 +256,10 @@ XCALLBACK_EXPORT const xcallback_descriptor *xcallback_plugin_descriptor(void);
 XCALLBACK_EXPORT int xcallback_plugin_register(const xcallback_host_api *api,
                                                xcallback_plugin *plugin);
 
-/** Optional. Called once before the host unloads the plug-in; no handler
- *  runs after it starts. Replies completed after it returns are ignored. */
+/** Optional. Called once when the host (or the plug-in's worker process)
+ *  stops gracefully; the host starts no handler after it is called, though a
+ *  handler that never returned may still be running. Replies completed after
+ *  it returns are ignored. */
 XCALLBACK_EXPORT void xcallback_plugin_shutdown(xcallback_plugin *plugin);
 
 #endif /* !__swift__ */
