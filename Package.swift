@@ -30,6 +30,7 @@ let package = Package(
         .target(name: "XCallbackURL"),
         .target(name: "XCallbackRouting"),
         .target(name: "CXCallback"),
+        .target(name: "CHostSupport"),
         .systemLibrary(
             name: "CFFI",
             pkgConfig: "libffi",
@@ -42,7 +43,7 @@ let package = Package(
         .target(
             name: "XCallbackHost",
             dependencies: [
-                "CXCallback", "CFFI", "XCallbackURL", "XCallbackRouting",
+                "CXCallback", "CHostSupport", "CFFI", "XCallbackURL", "XCallbackRouting",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
             ]

@@ -1,4 +1,5 @@
 import Logging
+import XCallbackRouting
 import Synchronization
 import XCallbackURL
 
@@ -18,6 +19,7 @@ public final class Host: Sendable {
     let watchdog = StallWatchdog()
     let opener: CallbackOpener?
     let stopSignal = StopSignal()
+    let spawner = WorkerSpawner()
 
     public init(configuration: HostConfiguration, logger: Logger) {
         self.configuration = configuration
@@ -55,21 +57,75 @@ public final class Host: Sendable {
     }
 
     private func load(_ path: String) {
-        let loader = PluginLoader(logger: logger)
+        switch configuration.isolation {
+        case .none: loadInProcess(path)
+        case .process: loadInWorker(path)
+        }
+    }
+
+    private func loadInProcess(_ path: String) {
         do {
-            let plugin = try loader.load(path) { [registry] pattern in registry.owner(ofSameShapeAs: pattern) }
-            if let other = registry.path(ofPluginNamed: plugin.name) {
-                let error = PluginLoadError(path: path, reason: .duplicateName(other))
-                logger.error("\(error.description)")
-                registry.refuse(error, info: plugin.info)
-                return
+            let plugin = try PluginLoader(logger: logger).load(path) { [registry] pattern in
+                registry.owner(ofSameShapeAs: pattern)
             }
-            registry.add(InProcessEndpoint(plugin: plugin), info: plugin.info, routes: plugin.routes)
+            guard admit(plugin.info) else { return }
+            registry.add(InProcessEndpoint(plugin: plugin), info: plugin.info,
+                         routes: plugin.routes.enumerated().map { ($1, $0) })
             logger.info("loaded plug-in '\(plugin.name)' \(plugin.info.version) from \(path) with \(plugin.routes.count) route(s)")
         } catch {
             logger.error("\(error.description)")
             registry.refuse(error)
         }
+    }
+
+    /// Loads the plug-in in a worker process; the worker reports its routes.
+    /// Routes another plug-in already owns are left out (the existing owner
+    /// keeps them), as in-process registration would refuse them.
+    private func loadInWorker(_ path: String) {
+        let executable = configuration.workerExecutable
+        let started = spawner.run { () -> Result<WorkerProcess, WorkerProcess.StartError> in
+            Result { () throws(WorkerProcess.StartError) in
+                try WorkerProcess.start(executable: executable, pluginPath: path)
+            }
+        }
+        let worker: WorkerProcess
+        switch started {
+        case .success(let started):
+            worker = started
+        case .failure(let error):
+            let message = error.message.hasPrefix(path) ? String(error.message.dropFirst(path.count + 2)) : error.message
+            let refusal = PluginLoadError(path: path, reason: .other(message))
+            logger.error("\(refusal.description)")
+            registry.refuse(refusal)
+            return
+        }
+        let info = worker.ready.info
+        guard admit(info) else {
+            worker.shutdown()
+            return
+        }
+        var routes: [(pattern: RoutePattern, handler: Int)] = []
+        for (index, text) in worker.ready.routes.enumerated() {
+            guard let pattern = try? RoutePattern(text) else { continue }
+            if let owner = registry.owner(ofSameShapeAs: pattern) {
+                logger.error("plug-in '\(info.name)': refused route \(pattern): plug-in '\(owner)' already owns a route of the same shape")
+                continue
+            }
+            routes.append((pattern, index))
+        }
+        let endpoint = WorkerEndpoint(first: worker, executable: configuration.workerExecutable, spawner: spawner,
+                                      policy: configuration.restartPolicy, logger: logger)
+        registry.add(endpoint, info: info, routes: routes)
+        logger.info("loaded plug-in '\(info.name)' \(info.version) from \(path) in worker \(worker.pid) with \(routes.count) route(s)")
+    }
+
+    /// Refuses a second plug-in with a name already loaded.
+    private func admit(_ info: PluginInfo) -> Bool {
+        guard let other = registry.path(ofPluginNamed: info.name) else { return true }
+        let error = PluginLoadError(path: info.path, reason: .duplicateName(other))
+        logger.error("\(error.description)")
+        registry.refuse(error, info: info)
+        return false
     }
 
     // MARK: serving
@@ -115,9 +171,11 @@ public final class Host: Sendable {
         stopSignal.raise()
     }
 
-    /// Loads plug-in files that appeared since the last scan (SIGHUP).
+    /// Loads plug-in files that appeared since the last scan, and gives
+    /// disabled plug-ins a fresh worker (SIGHUP).
     public func rescan() {
         logger.info("rescanning plug-in directories")
+        for case let endpoint as WorkerEndpoint in registry.endpoints { endpoint.reload() }
         try? loadPlugins(requireDirectories: false)
     }
 
@@ -135,10 +193,8 @@ public final class Host: Sendable {
         let reader = LineReader(descriptor: input, wake: stopSignal.descriptor,
                                 maxLineBytes: configuration.limits.maxLineBytes)
         let loop = InputLoop(reader: reader, dispatcher: dispatcher, sink: sink, watchdog: watchdog)
-        watchdog.watch(loop)
         loop.start()
         loop.waitUntilInputEnds()
-        watchdog.forget(loop)
         return loop
     }
 
@@ -166,6 +222,18 @@ public final class Host: Sendable {
         opener?.drain()
         watchdog.stop()
         dispatcher.stop()
+        stopWorkers()
+    }
+
+    /// Asks every worker to run its plug-in's shutdown hook and exit, and
+    /// waits for them (bounded): no worker outlives the host.
+    func stopWorkers() {
+        let workers = registry.endpoints.compactMap { $0 as? WorkerEndpoint }
+        for worker in workers { worker.shutdown() }
+        let deadline = MonotonicClock.now + 2_000_000_000
+        for worker in workers {
+            worker.waitForExit(until: deadline)
+        }
     }
 }
 

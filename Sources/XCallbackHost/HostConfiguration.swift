@@ -11,7 +11,11 @@ public enum Isolation: String, Sendable, CaseIterable {
 /// Everything `xcallback run` can be told.
 public struct HostConfiguration: Sendable {
     public var pluginDirectories: [String]
-    public var isolation: Isolation = .none
+    public var isolation: Isolation = .process
+    /// The executable started as `EXECUTABLE __worker FILE` for workers
+    /// (this same binary).
+    public var workerExecutable = "/proc/self/exe"
+    public var restartPolicy = RestartPolicy()
     public var timeout: Duration = .seconds(30)
     /// How long in-flight requests may finish after SIGINT/SIGTERM.
     public var gracePeriod: Duration = .seconds(5)

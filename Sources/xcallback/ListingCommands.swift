@@ -118,3 +118,17 @@ enum JSONText {
 
     static func quote(_ text: String) -> String { JSON.quoted(text) }
 }
+
+/// A worker process of `run --isolation process`; not for people.
+struct WorkerCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: WorkerMain.subcommand, shouldDisplay: false)
+
+    @Argument var file: String
+    @Option var parent: Int32
+
+    func run() throws {
+        Diagnostics.bootstrap(level: .warning)
+        throw ExitCode(WorkerMain.run(pluginPath: file, parent: parent, logger: Diagnostics.logger))
+    }
+}

@@ -20,8 +20,14 @@ struct RunCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Serve requests on this Unix stream socket until SIGINT/SIGTERM.", valueName: "path"))
     var socket: String?
 
-    @Option(help: "How plug-ins run: process (own worker process) or none (inside the host).")
-    var isolation: IsolationArgument = .none
+    @Option(help: "How plug-ins run: process (each in its own worker process) or none (inside the host: fastest, but a plug-in crash kills the host).")
+    var isolation: IsolationArgument = .process
+
+    @Option(name: .customLong("restart-limit"), help: "Crashes of one plug-in tolerated within --restart-window before it is disabled.")
+    var restartLimit: Int = 5
+
+    @Option(name: .customLong("restart-window"), help: ArgumentHelp("The window, in seconds, for --restart-limit.", valueName: "seconds"))
+    var restartWindow: Double = 60
 
     @Option(help: ArgumentHelp("Seconds a request may take before it is answered Timeout.", valueName: "seconds"))
     var timeout: Double = 30
@@ -48,6 +54,8 @@ struct RunCommand: ParsableCommand {
         if fifo != nil && socket != nil { throw ValidationError("--fifo and --socket cannot be used together") }
         if !(timeout > 0) { throw ValidationError("--timeout must be a positive number of seconds") }
         if gracePeriod < 0 { throw ValidationError("--grace-period cannot be negative") }
+        if restartLimit < 0 { throw ValidationError("--restart-limit cannot be negative") }
+        if !(restartWindow > 0) { throw ValidationError("--restart-window must be a positive number of seconds") }
         if maxLineBytes < 16 { throw ValidationError("--max-line-bytes must be at least 16") }
         if Logger.Level(rawValue: logLevel) == nil { throw ValidationError("unknown --log-level '\(logLevel)'") }
     }
@@ -75,6 +83,9 @@ struct RunCommand: ParsableCommand {
         configuration.openCommand = open
         configuration.limits = ParseLimits(maxLineBytes: maxLineBytes)
         configuration.allowInsecurePlugins = plugins.allowInsecure
+        configuration.workerExecutable = Environment.executable
+        configuration.restartPolicy.limit = restartLimit
+        configuration.restartPolicy.window = .milliseconds(Int64(restartWindow * 1000))
 
         let host = Host(configuration: configuration, logger: logger)
         do {

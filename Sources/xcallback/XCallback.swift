@@ -12,7 +12,7 @@ struct XCallback: ParsableCommand {
             """,
         subcommands: [
             RunCommand.self, PluginsCommand.self, RoutesCommand.self, CheckCommand.self,
-            SendCommand.self, CallCommand.self, SDKCommand.self, ProbeCommand.self,
+            SendCommand.self, CallCommand.self, SDKCommand.self, ProbeCommand.self, WorkerCommand.self,
         ],
         defaultSubcommand: nil
     )

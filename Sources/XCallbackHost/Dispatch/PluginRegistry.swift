@@ -53,14 +53,23 @@ final class PluginRegistry: Sendable {
         state.withLock { $0.statuses.first { $0.isLoaded && $0.info?.name == name }?.path }
     }
 
-    /// Adds a loaded plug-in's routes, in its registration order.
-    func add(_ endpoint: any PluginEndpoint, info: PluginInfo, routes: [RoutePattern]) {
+    /// Adds a loaded plug-in's routes, in its registration order; each
+    /// keeps the index of its handler in the plug-in.
+    func add(_ endpoint: any PluginEndpoint, info: PluginInfo, routes: [(pattern: RoutePattern, handler: Int)]) {
         state.withLock { state in
-            for (index, pattern) in routes.enumerated() {
-                state.table.insert(pattern, value: RouteTarget(endpoint: endpoint, handlerIndex: index))
-                state.schemes.insert(pattern.scheme)
+            for route in routes {
+                state.table.insert(route.pattern, value: RouteTarget(endpoint: endpoint, handlerIndex: route.handler))
+                state.schemes.insert(route.pattern.scheme)
             }
-            state.statuses.append(PluginStatus(path: info.path, info: info, routes: routes, error: nil))
+            state.statuses.append(PluginStatus(path: info.path, info: info, routes: routes.map(\.pattern), error: nil))
+        }
+    }
+
+    /// Every endpoint with at least one route.
+    var endpoints: [any PluginEndpoint] {
+        state.withLock { state in
+            var seen = Set<ObjectIdentifier>()
+            return state.table.routes.map(\.value.endpoint).filter { seen.insert(ObjectIdentifier($0)).inserted }
         }
     }
 

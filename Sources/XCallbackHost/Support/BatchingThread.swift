@@ -4,14 +4,28 @@ import Glibc
 import Musl
 #endif
 
-/// Marks the threads that read input: a record completed on such a thread
-/// is written when the thread has read all the input it has (before it
-/// blocks for more), so a burst of lines costs one write, not one each.
-/// Records completed on any other thread are written at once.
+/// Something holding bytes back for one write.
+protocol Flushable: AnyObject, Sendable {
+    func flush()
+}
+
+/// Marks the threads that read input. Bytes produced on such a thread
+/// (records, frames to a worker, results from a worker) are written when
+/// the thread has consumed all the input it has, just before it blocks for
+/// more: a burst of requests costs one write, not one each, and nothing is
+/// held back waiting for input. Bytes produced on any other thread are
+/// written at once.
 enum BatchingThread {
+    /// Per-thread list of writers with bytes pending.
+    private final class Pending {
+        var writers: [Flushable] = []
+    }
+
     private static let key: pthread_key_t = {
         var key = pthread_key_t()
-        pthread_key_create(&key, nil)
+        pthread_key_create(&key) { raw in
+            if let raw { Unmanaged<Pending>.fromOpaque(raw).release() }
+        }
         return key
     }()
 
@@ -20,6 +34,27 @@ enum BatchingThread {
     }
 
     static func markCurrent() {
-        pthread_setspecific(key, UnsafeRawPointer(bitPattern: 1))
+        guard !isCurrent else { return }
+        pthread_setspecific(key, Unmanaged.passRetained(Pending()).toOpaque())
+    }
+
+    /// Remembers `writer` to flush before this thread blocks. Only on a
+    /// batching thread; returns false elsewhere (the caller writes now).
+    static func deferFlush(_ writer: Flushable) -> Bool {
+        guard let raw = pthread_getspecific(key) else { return false }
+        let pending = Unmanaged<Pending>.fromOpaque(raw).takeUnretainedValue()
+        if !pending.writers.contains(where: { $0 === writer }) {
+            pending.writers.append(writer)
+        }
+        return true
+    }
+
+    /// Flushes everything this thread deferred. Call before blocking.
+    static func flushDeferred() {
+        guard let raw = pthread_getspecific(key) else { return }
+        let pending = Unmanaged<Pending>.fromOpaque(raw).takeUnretainedValue()
+        while let writer = pending.writers.popLast() {
+            writer.flush()
+        }
     }
 }

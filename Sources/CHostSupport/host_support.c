@@ -1,0 +1,18 @@
+#define _GNU_SOURCE
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "host_support.h"
+
+int xcallback_set_parent_death_signal(int signal) {
+    return prctl(PR_SET_PDEATHSIG, (unsigned long)signal, 0UL, 0UL, 0UL);
+}
+
+int xcallback_pidfd_open(int pid) {
+#ifdef SYS_pidfd_open
+    return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+    (void)pid;
+    return -1;
+#endif
+}

@@ -1,0 +1,72 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Writes bytes to a descriptor in as few `write` calls as batching allows
+/// (see `BatchingThread`). Thread-safe; bytes keep the order of `append`.
+final class BufferedWriter: Flushable, @unchecked Sendable {
+    // @unchecked: all state is guarded by `state`.
+    private struct State {
+        var buffer: [UInt8] = []
+        var closed = false
+    }
+
+    let descriptor: Int32
+    private let state = ConditionLock(State())
+    private let onClosed: @Sendable () -> Void
+
+    /// Buffered bytes past which a batch is written even mid-burst.
+    static let threshold = 64 * 1024
+
+    /// `onClosed` runs once, when a write finds the reader gone (EPIPE…).
+    init(descriptor: Int32, onClosed: @escaping @Sendable () -> Void = {}) {
+        self.descriptor = descriptor
+        self.onClosed = onClosed
+    }
+
+    var isClosed: Bool { state.withLock { $0.closed } }
+
+    /// Adds bytes; `fill` appends them to the buffer under the writer's lock,
+    /// so callers that must keep an order among themselves can rely on it.
+    func append(_ fill: (inout [UInt8]) -> Void) {
+        let deferred = BatchingThread.isCurrent
+        var closedNow = false
+        state.withLock { state in
+            guard !state.closed else { return }
+            fill(&state.buffer)
+            if !deferred || state.buffer.count >= Self.threshold {
+                closedNow = Self.write(descriptor, &state)
+            }
+        }
+        if closedNow { onClosed() }
+        if deferred { _ = BatchingThread.deferFlush(self) }
+    }
+
+    func flush() {
+        var closedNow = false
+        state.withLock { closedNow = Self.write(descriptor, &$0) }
+        if closedNow { onClosed() }
+    }
+
+    /// Writes the buffer; true when this write found the reader gone.
+    private static func write(_ descriptor: Int32, _ state: inout State) -> Bool {
+        guard !state.buffer.isEmpty, !state.closed else { return false }
+        let failed = state.buffer.withUnsafeBytes { bytes -> Bool in
+            var offset = 0
+            while offset < bytes.count {
+                let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    return true
+                }
+                offset += written
+            }
+            return false
+        }
+        state.buffer.removeAll(keepingCapacity: state.buffer.capacity <= 4 * threshold)
+        if failed { state.closed = true }
+        return failed
+    }
+}

@@ -1,0 +1,182 @@
+import Logging
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Runs one plug-in in worker processes (`--isolation process`): a crash
+/// is `PluginCrashed` for the requests that worker had in flight, never a
+/// crash of the host; the worker is restarted with growing delays, and a
+/// plug-in that crashes too often is disabled.
+final class WorkerEndpoint: PluginEndpoint {
+    let pluginName: String
+    let path: String
+    private let executable: String
+    private let spawner: WorkerSpawner
+    private let policy: RestartPolicy
+    private let logger: Logger
+    /// The routes of the first worker, in handler order; a restarted worker
+    /// must report the same, or the plug-in is disabled.
+    private let routes: [String]
+    private let state: Mutex<State>
+
+    private struct State {
+        var current: WorkerProcess?
+        var restarting = false
+        /// Requests that arrived while no worker was ready.
+        var waiting: [(handler: Int, request: RequestFields, call: HandlerCall)] = []
+        var crashTimes: [UInt64] = []
+        var disabledReason: String?
+        var stopped = false
+    }
+
+    init(first worker: WorkerProcess, executable: String, spawner: WorkerSpawner, policy: RestartPolicy, logger: Logger) {
+        self.spawner = spawner
+        self.pluginName = worker.ready.info.name
+        self.path = worker.ready.info.path
+        self.routes = worker.ready.routes
+        self.executable = executable
+        self.policy = policy
+        self.logger = logger
+        self.state = Mutex(State(current: worker))
+        watch(worker)
+    }
+
+    func invoke(handler index: Int, request: RequestFields, call: HandlerCall) {
+        let refusal = state.withLock { state -> String? in
+            if let reason = state.disabledReason { return reason }
+            if let worker = state.current, worker.send(handler: index, request: request, call: call) { return nil }
+            state.waiting.append((index, request, call))
+            return nil
+        }
+        if let refusal { call.deliver(.outcome(HostError.unavailable(refusal))) }
+    }
+
+    /// Re-enables a disabled plug-in (SIGHUP) and starts a worker.
+    func reload() {
+        let restart = state.withLock { state -> Bool in
+            guard state.disabledReason != nil else { return false }
+            state.disabledReason = nil
+            state.crashTimes.removeAll()
+            return true
+        }
+        if restart { scheduleStart(after: .zero) }
+    }
+
+    /// Asks every worker to finish and exit (graceful shutdown).
+    func shutdown() {
+        let worker = state.withLock { state -> WorkerProcess? in
+            state.stopped = true
+            return state.current
+        }
+        worker?.shutdown()
+    }
+
+    /// Waits until the current worker has exited, or kills it at `deadline`.
+    func waitForExit(until deadline: UInt64) {
+        state.withLock { $0.current }?.waitForExit(until: deadline)
+    }
+
+    /// The current worker's process id, for tests and `--log-level debug`.
+    var currentPID: pid_t? { state.withLock { $0.current?.pid } }
+
+    private func watch(_ worker: WorkerProcess) {
+        worker.startReading(
+            onHung: { [self] hung in replaceHung(hung) },
+            onExit: { [self] worker, exit, owed in workerExited(worker, exit, owed) })
+    }
+
+    private func workerExited(_ worker: WorkerProcess, _ exit: WorkerExit, _ owed: [HandlerCall]) {
+        // Requests pipelined to a worker share its fate: which of them it had
+        // started cannot be known, and none is ever replayed.
+        let message = "the worker of plug-in '\(pluginName)' \(exit) while the request was in flight"
+        for call in owed { call.deliver(.outcome(HostError.crashed(message))) }
+        let now = MonotonicClock.now
+        let next = state.withLock { state -> Duration? in
+            guard state.current === worker else { return nil }  // a retired worker ended as planned
+            state.current = nil
+            if state.stopped { return nil }
+            state.crashTimes.append(now)
+            state.crashTimes.removeAll { now &- $0 > policy.window.nanoseconds }
+            if state.crashTimes.count > policy.limit {
+                state.disabledReason = "plug-in '\(pluginName)' crashed \(state.crashTimes.count) times within \(policy.window) and is disabled until it is reloaded (SIGHUP) or its file changes"
+                logger.error("\(state.disabledReason!)")
+                return nil
+            }
+            return policy.delay(afterCrashes: state.crashTimes.count)
+        }
+        if let next {
+            logger.warning("worker of plug-in '\(pluginName)' \(exit); restarting in \(next)")
+            scheduleStart(after: next)
+        } else {
+            failWaiting()
+        }
+    }
+
+    /// A handler never returned by its deadline: start a fresh worker for
+    /// new requests; the stuck one stops once its other requests are done.
+    private func replaceHung(_ worker: WorkerProcess) {
+        let replace = state.withLock { state -> Bool in
+            guard state.current === worker, !state.stopped else { return false }
+            state.current = nil
+            return true
+        }
+        guard replace else { return }
+        logger.warning("a handler of plug-in '\(pluginName)' hung past its deadline; replacing its worker")
+        worker.retire()
+        scheduleStart(after: .zero)
+    }
+
+    private func scheduleStart(after delay: Duration) {
+        let start = state.withLock { state -> Bool in
+            guard !state.restarting, state.current == nil, !state.stopped else { return false }
+            state.restarting = true
+            return true
+        }
+        guard start else { return }
+        spawner.schedule(after: delay) { [self] in
+            let worker: WorkerProcess
+            do {
+                worker = try WorkerProcess.start(executable: executable, pluginPath: path)
+            } catch {
+                disable("plug-in '\(pluginName)' could not be restarted: \(error)")
+                return
+            }
+            guard worker.ready.routes == routes else {
+                worker.shutdown()
+                disable("plug-in '\(pluginName)' registered different routes after a restart; reload it (SIGHUP)")
+                return
+            }
+            watch(worker)
+            let waiting = state.withLock { state -> [(handler: Int, request: RequestFields, call: HandlerCall)] in
+                state.restarting = false
+                state.current = worker
+                defer { state.waiting.removeAll() }
+                return state.waiting
+            }
+            for item in waiting where !worker.send(handler: item.handler, request: item.request, call: item.call) {
+                item.call.deliver(.outcome(HostError.crashed("the worker of plug-in '\(pluginName)' ended before the request was sent")))
+            }
+        }
+    }
+
+    private func disable(_ reason: String) {
+        logger.error("\(reason)")
+        state.withLock { state in
+            state.restarting = false
+            state.disabledReason = reason
+        }
+        failWaiting()
+    }
+
+    private func failWaiting() {
+        let (waiting, reason) = state.withLock { state in
+            defer { state.waiting.removeAll() }
+            return (state.waiting, state.disabledReason ?? "plug-in '\(pluginName)' is stopping")
+        }
+        for item in waiting { item.call.deliver(.outcome(HostError.unavailable(reason))) }
+    }
+}

@@ -1,0 +1,223 @@
+import XCallbackURL
+
+/// The messages between the host and a worker process, over a socketpair.
+///
+/// Each frame is a 4-byte little-endian payload length, a 1-byte kind, and
+/// the payload; strings are a 4-byte length and UTF-8 bytes. Requests are
+/// pipelined: the host sends as many as it has without waiting, and the
+/// worker answers in completion order, each answer naming its request id.
+enum WorkerFrame: Equatable, Sendable {
+    /// Host → worker, first frame: the protocol version the host speaks.
+    case hello(version: UInt32)
+    /// Worker → host: the plug-in loaded; its identity and routes in
+    /// registration order (a route's index is its handler index).
+    case ready(version: UInt32, info: WireInfo, routes: [String])
+    /// Worker → host: the plug-in could not be loaded.
+    case loadFailed(message: String)
+    /// Host → worker: run handler `handler` for request `id`.
+    case request(id: UInt64, handler: UInt32, fields: RequestFields)
+    /// Worker → host: request `id` ended.
+    case result(id: UInt64, result: HandlerResult)
+    /// Worker → host: the handler of `id` returned without completing yet
+    /// (it will complete later, from another thread). A request whose
+    /// handler never returned, at its deadline, means a hung worker.
+    case returned(id: UInt64)
+    /// Host → worker: finish and exit.
+    case shutdown
+
+    static let protocolVersion: UInt32 = 1
+    /// Frames larger than this are a protocol error, not an allocation.
+    static let maxPayload = 16 * 1024 * 1024
+
+    struct WireInfo: Equatable, Sendable {
+        var name: String
+        var version: String
+        var summary: String
+        var abiMajor: UInt16
+        var abiMinor: UInt16
+    }
+
+    private enum Kind: UInt8 {
+        case hello = 1, ready, loadFailed, request, result, returned, shutdown
+    }
+
+    // MARK: encoding
+
+    func encode(into output: inout [UInt8]) {
+        let start = output.count
+        var writer = WireWriter(output: [])
+        swap(&writer.output, &output)
+        defer { swap(&writer.output, &output) }
+        writer.output.append(contentsOf: [0, 0, 0, 0, 0])
+        switch self {
+        case .hello(let version):
+            writer.output[start + 4] = Kind.hello.rawValue
+            writer.u32(version)
+        case .ready(let version, let info, let routes):
+            writer.output[start + 4] = Kind.ready.rawValue
+            writer.u32(version)
+            writer.string(info.name)
+            writer.string(info.version)
+            writer.string(info.summary)
+            writer.u16(info.abiMajor)
+            writer.u16(info.abiMinor)
+            writer.u32(UInt32(routes.count))
+            routes.forEach { writer.string($0) }
+        case .loadFailed(let message):
+            writer.output[start + 4] = Kind.loadFailed.rawValue
+            writer.string(message)
+        case .request(let id, let handler, let fields):
+            writer.output[start + 4] = Kind.request.rawValue
+            writer.u64(id)
+            writer.u32(handler)
+            writer.string(fields.url)
+            writer.string(fields.scheme)
+            writer.u8(fields.source == nil ? 0 : 1)
+            writer.string(fields.source ?? "")
+            writer.pairs(fields.parameters)
+            writer.pairs(fields.arguments)
+        case .result(let id, let result):
+            writer.output[start + 4] = Kind.result.rawValue
+            writer.u64(id)
+            switch result {
+            case .declined:
+                writer.u8(3)
+                writer.pairs([])
+            case .outcome(let outcome):
+                switch outcome.kind {
+                case .success: writer.u8(0)
+                case .error: writer.u8(1)
+                case .cancel: writer.u8(2)
+                }
+                writer.pairs(outcome.parameters)
+            }
+        case .returned(let id):
+            writer.output[start + 4] = Kind.returned.rawValue
+            writer.u64(id)
+        case .shutdown:
+            writer.output[start + 4] = Kind.shutdown.rawValue
+        }
+        let length = UInt32(writer.output.count - start - 5)
+        for index in 0..<4 {
+            writer.output[start + index] = UInt8(truncatingIfNeeded: length >> UInt32(8 * index))
+        }
+    }
+
+    // MARK: decoding
+
+    /// Decodes one frame's kind and payload; nil when malformed.
+    static func decode(kind rawKind: UInt8, payload: UnsafeRawBufferPointer) -> WorkerFrame? {
+        guard let kind = Kind(rawValue: rawKind) else { return nil }
+        var reader = WireReader(bytes: payload)
+        let frame: WorkerFrame?
+        switch kind {
+        case .hello:
+            frame = reader.u32().map { .hello(version: $0) }
+        case .ready:
+            guard let version = reader.u32(), let name = reader.string(), let pluginVersion = reader.string(),
+                  let summary = reader.string(), let major = reader.u16(), let minor = reader.u16(),
+                  let count = reader.u32(), count <= 1_000_000 else { return nil }
+            var routes: [String] = []
+            for _ in 0..<count {
+                guard let route = reader.string() else { return nil }
+                routes.append(route)
+            }
+            frame = .ready(version: version, info: WireInfo(name: name, version: pluginVersion, summary: summary,
+                                                            abiMajor: major, abiMinor: minor), routes: routes)
+        case .loadFailed:
+            frame = reader.string().map { .loadFailed(message: $0) }
+        case .request:
+            guard let id = reader.u64(), let handler = reader.u32(), let url = reader.string(),
+                  let scheme = reader.string(), let hasSource = reader.u8(), let source = reader.string(),
+                  let parameters = reader.pairs(), let arguments = reader.pairs() else { return nil }
+            frame = .request(id: id, handler: handler, fields: RequestFields(
+                url: url, scheme: scheme, source: hasSource == 0 ? nil : source,
+                parameters: parameters, arguments: arguments))
+        case .result:
+            guard let id = reader.u64(), let code = reader.u8(), let parameters = reader.pairs() else { return nil }
+            switch code {
+            case 0: frame = .result(id: id, result: .outcome(Outcome(kind: .success, parameters: parameters)))
+            case 1: frame = .result(id: id, result: .outcome(Outcome(kind: .error, parameters: parameters)))
+            case 2: frame = .result(id: id, result: .outcome(Outcome(kind: .cancel, parameters: parameters)))
+            case 3: frame = .result(id: id, result: .declined)
+            default: return nil
+            }
+        case .returned:
+            frame = reader.u64().map { .returned(id: $0) }
+        case .shutdown:
+            frame = .shutdown
+        }
+        // Trailing bytes mean the two sides disagree on the format.
+        return reader.isAtEnd ? frame : nil
+    }
+}
+
+/// Appends little-endian integers and length-prefixed strings.
+private struct WireWriter {
+    var output: [UInt8]
+
+    mutating func u8(_ value: UInt8) { output.append(value) }
+    mutating func u16(_ value: UInt16) {
+        output.append(UInt8(truncatingIfNeeded: value))
+        output.append(UInt8(truncatingIfNeeded: value >> 8))
+    }
+    mutating func u32(_ value: UInt32) {
+        for shift in stride(from: 0, to: 32, by: 8) { output.append(UInt8(truncatingIfNeeded: value >> UInt32(shift))) }
+    }
+    mutating func u64(_ value: UInt64) {
+        for shift in stride(from: 0, to: 64, by: 8) { output.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
+    }
+    mutating func string(_ text: String) {
+        u32(UInt32(text.utf8.count))
+        output.append(contentsOf: text.utf8)
+    }
+    mutating func pairs(_ items: [QueryParameter]) {
+        u32(UInt32(items.count))
+        for item in items {
+            string(item.name)
+            string(item.value)
+        }
+    }
+}
+
+/// Reads what WireWriter wrote; every read is bounds-checked.
+private struct WireReader {
+    let bytes: UnsafeRawBufferPointer
+    var offset = 0
+
+    var isAtEnd: Bool { offset == bytes.count }
+
+    mutating func u8() -> UInt8? {
+        guard offset < bytes.count else { return nil }
+        defer { offset += 1 }
+        return bytes[offset]
+    }
+    mutating func u16() -> UInt16? { integer(2).map { UInt16(truncatingIfNeeded: $0) } }
+    mutating func u32() -> UInt32? { integer(4).map { UInt32(truncatingIfNeeded: $0) } }
+    mutating func u64() -> UInt64? { integer(8) }
+
+    private mutating func integer(_ size: Int) -> UInt64? {
+        guard bytes.count - offset >= size else { return nil }
+        var value: UInt64 = 0
+        for index in 0..<size { value |= UInt64(bytes[offset + index]) << UInt64(8 * index) }
+        offset += size
+        return value
+    }
+
+    mutating func string() -> String? {
+        guard let length = u32().map(Int.init), bytes.count - offset >= length else { return nil }
+        defer { offset += length }
+        return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + length]), as: UTF8.self)
+    }
+
+    mutating func pairs() -> [QueryParameter]? {
+        guard let count = u32(), Int(count) <= (bytes.count - offset) / 8 else { return nil }
+        var items: [QueryParameter] = []
+        items.reserveCapacity(Int(count))
+        for _ in 0..<count {
+            guard let name = string(), let value = string() else { return nil }
+            items.append(QueryParameter(name: name, value: value))
+        }
+        return items
+    }
+}

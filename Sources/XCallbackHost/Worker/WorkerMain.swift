@@ -1,0 +1,102 @@
+import CHostSupport
+import Logging
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The worker process: `xcallback __worker FILE`, started by the host with
+/// a socketpair on file descriptor 3. It loads one plug-in, reports its
+/// routes, and runs its handlers for requests from the host.
+public enum WorkerMain {
+    /// The hidden subcommand the host starts workers with.
+    public static let subcommand = "__worker"
+    /// The worker's end of the socketpair.
+    static let socketDescriptor: Int32 = 3
+
+    public static func run(pluginPath: String, parent: pid_t, logger: Logger) -> Int32 {
+        // Die with the host, even one killed with SIGKILL; and if it died
+        // before this line ran, leave now.
+        _ = xcallback_set_parent_death_signal(SIGKILL)
+        if getppid() != parent { return 1 }
+        // Nothing a plug-in prints may reach anyone's stdout.
+        dup2(2, 1)
+        signal(SIGPIPE, SIG_IGN)
+
+        let socket = socketDescriptor
+        let reader = FrameReader(descriptor: socket)
+        let writer = BufferedWriter(descriptor: socket) { _exit(0) }
+        let send: @Sendable (WorkerFrame) -> Void = { frame in writer.append { frame.encode(into: &$0) } }
+
+        guard case .frame(.hello(let version)) = reader.next(beforeBlocking: {}) else { return 2 }
+        guard version == WorkerFrame.protocolVersion else {
+            send(.loadFailed(message: "worker speaks protocol \(WorkerFrame.protocolVersion), host \(version)"))
+            writer.flush()
+            return 2
+        }
+        let plugin: LoadedPlugin
+        do {
+            plugin = try PluginLoader(logger: logger).load(pluginPath)
+        } catch {
+            send(.loadFailed(message: error.description))
+            writer.flush()
+            return 0
+        }
+        let info = plugin.info
+        send(.ready(version: WorkerFrame.protocolVersion,
+                    info: .init(name: info.name, version: info.version, summary: info.summary,
+                                abiMajor: UInt16(info.abiMajor), abiMinor: UInt16(info.abiMinor)),
+                    routes: plugin.routes.map(\.text)))
+        writer.flush()
+
+        let endpoint = InProcessEndpoint(plugin: plugin)
+        let watchdog = StallWatchdog()
+        watchdog.start()
+        let loop = HandoffLoop<WorkerFrame>(
+            read: {
+                if case .frame(let frame) = reader.next(beforeBlocking: BatchingThread.flushDeferred) { return frame }
+                return nil
+            },
+            process: { frame in
+                switch frame {
+                case .request(let id, let handler, let fields):
+                    run(id: id, handler: Int(handler), fields: fields, on: endpoint, send: send)
+                case .shutdown:
+                    plugin.shutdown()
+                    writer.flush()
+                    _exit(0)
+                default:
+                    logger.error("worker: unexpected frame from the host; ignored")
+                }
+            },
+            watchdog: watchdog)
+        loop.start()
+        loop.waitUntilInputEnds()
+        // The host went away (or closed the socket): nothing left to answer.
+        _exit(0)
+    }
+
+    private static func run(id: UInt64, handler: Int, fields: RequestFields, on endpoint: InProcessEndpoint,
+                            send: @escaping @Sendable (WorkerFrame) -> Void) {
+        guard handler >= 0, handler < endpoint.plugin.registrations.count else {
+            send(.result(id: id, result: .outcome(HostError.notFound("the worker has no handler \(handler)"))))
+            return
+        }
+        let flag = DeliveredFlag()
+        let call = HandlerCall { result in
+            flag.value.store(true, ordering: .releasing)
+            send(.result(id: id, result: result))
+        }
+        endpoint.invoke(handler: handler, request: fields, call: call)
+        if !flag.value.load(ordering: .acquiring) {
+            send(.returned(id: id))
+        }
+    }
+}
+
+private final class DeliveredFlag: Sendable {
+    let value = Atomic<Bool>(false)
+}

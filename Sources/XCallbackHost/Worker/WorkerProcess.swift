@@ -1,0 +1,223 @@
+import Logging
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// One worker process running one plug-in, seen from the host: requests go
+/// out pipelined over the socketpair; answers come back on a reader thread.
+final class WorkerProcess: Sendable {
+    let pid: pid_t
+    let ready: Ready
+    private let socket: Int32
+    private let writer: BufferedWriter
+    private let reader: UncheckedFrameReader
+    private let state = Mutex(State())
+    /// Becomes true once the process has been reaped.
+    private let ended = ConditionLock(false)
+
+    /// What the worker reported once the plug-in loaded.
+    struct Ready: Sendable {
+        var info: PluginInfo
+        var routes: [String]
+    }
+
+    private struct State {
+        var calls: [UInt64: InFlight] = [:]
+        var nextID: UInt64 = 1
+        var exited = false
+        /// No new requests; stop once the in-flight ones are answered.
+        var retiring = false
+        var onHung: (@Sendable (WorkerProcess) -> Void)?
+    }
+
+    private struct InFlight {
+        var call: HandlerCall
+        /// The handler returned (its completion may still come later).
+        var returned = false
+    }
+
+    /// Why starting a worker failed.
+    struct StartError: Error, CustomStringConvertible {
+        var message: String
+        var description: String { message }
+    }
+
+    private init(pid: pid_t, socket: Int32, reader: FrameReader, ready: Ready) {
+        self.pid = pid
+        self.socket = socket
+        self.reader = UncheckedFrameReader(reader)
+        self.ready = ready
+        self.writer = BufferedWriter(descriptor: socket)
+    }
+
+    /// Starts `executable __worker PATH`, waits for its handshake (up to
+    /// `handshakeTimeout` seconds), and returns it ready for requests.
+    static func start(executable: String, pluginPath: String, handshakeTimeout: Int32 = 10) throws(StartError) -> WorkerProcess {
+        var ends: [Int32] = [0, 0]
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else {
+            throw StartError(message: "socketpair: \(String(cString: strerror(errno)))")
+        }
+        let (host, child) = (ends[0], ends[1])
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, child, WorkerMain.socketDescriptor)
+        // The plug-in's stdout is the host's stderr, never its records.
+        posix_spawn_file_actions_adddup2(&actions, 2, 1)
+        let arguments: [UnsafeMutablePointer<CChar>?] = [
+            strdup(executable), strdup(WorkerMain.subcommand), strdup(pluginPath),
+            strdup("--parent"), strdup(String(getpid())), nil,
+        ]
+        defer { arguments.forEach { free($0) } }
+        // The worker must not inherit the host's blocked signal mask.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var noSignals = sigset_t()
+        sigemptyset(&noSignals)
+        posix_spawnattr_setsigmask(&attributes, &noSignals)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        sigaddset(&defaults, SIGPIPE)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        // Swift's crash backtracer is for programs people debug; for a
+        // worker it only delays the restart and floods the host's stderr.
+        var environment: [UnsafeMutablePointer<CChar>?] = []
+        var pointer = environ
+        while let entry = pointer.pointee {
+            if !String(cString: entry).hasPrefix("SWIFT_BACKTRACE=") { environment.append(strdup(entry)) }
+            pointer += 1
+        }
+        environment.append(strdup("SWIFT_BACKTRACE=enable=no"))
+        environment.append(nil)
+        defer { environment.forEach { free($0) } }
+        var pid = pid_t()
+        let status = posix_spawn(&pid, executable, &actions, &attributes, arguments, environment)
+        close(child)
+        guard status == 0 else {
+            close(host)
+            throw StartError(message: "cannot start a worker (\(executable)): \(String(cString: strerror(status)))")
+        }
+        var hello: [UInt8] = []
+        WorkerFrame.hello(version: WorkerFrame.protocolVersion).encode(into: &hello)
+        _ = write(host, hello, hello.count)
+
+        var waiting = pollfd(fd: host, events: Int16(POLLIN), revents: 0)
+        let reader = FrameReader(descriptor: host)
+        let answer: FrameReader.Next = poll(&waiting, 1, handshakeTimeout * 1000) > 0
+            ? reader.next(beforeBlocking: {}) : .end
+        switch answer {
+        case .frame(.ready(let version, let info, let routes)) where version == WorkerFrame.protocolVersion:
+            let pluginInfo = PluginInfo(path: pluginPath, name: info.name, version: info.version, summary: info.summary,
+                                        abiMajor: Int(info.abiMajor), abiMinor: Int(info.abiMinor))
+            return WorkerProcess(pid: pid, socket: host, reader: reader, ready: Ready(info: pluginInfo, routes: routes))
+        case .frame(.loadFailed(let message)):
+            close(host)
+            _ = WorkerExit.wait(for: pid)
+            throw StartError(message: message)
+        default:
+            kill(pid, SIGKILL)
+            close(host)
+            let exit = WorkerExit.wait(for: pid)
+            throw StartError(message: "\(pluginPath): the worker \(exit) before it was ready")
+        }
+    }
+
+    /// Reads answers until the worker ends, then reports the requests it
+    /// still owed (never replayed: they become `PluginCrashed`).
+    func startReading(onHung: @escaping @Sendable (WorkerProcess) -> Void,
+                      onExit: @escaping @Sendable (WorkerProcess, WorkerExit, [HandlerCall]) -> Void) {
+        state.withLock { $0.onHung = onHung }
+        Threads.detach { [self] in
+            loop: while true {
+                switch reader.reader.next(beforeBlocking: {}) {
+                case .frame(.result(let id, let result)):
+                    let call = state.withLock { $0.calls.removeValue(forKey: id)?.call }
+                    call?.deliver(result)
+                    retireIfDrained()
+                case .frame(.returned(let id)):
+                    state.withLock { $0.calls[id]?.returned = true }
+                case .frame:
+                    continue
+                case .end, .malformed:
+                    break loop
+                }
+            }
+            let exit = WorkerExit.reap(pid, grace: 1000)
+            close(socket)
+            let owed = state.withLock { state -> [HandlerCall] in
+                state.exited = true
+                defer { state.calls.removeAll() }
+                return state.calls.values.map(\.call)
+            }
+            ended.withLock { $0 = true }
+            ended.broadcast()
+            onExit(self, exit, owed)
+        }
+    }
+
+    /// Sends a request; false when the worker is gone or retiring.
+    func send(handler: Int, request: RequestFields, call: HandlerCall) -> Bool {
+        let id = state.withLock { state -> UInt64? in
+            guard !state.exited, !state.retiring else { return nil }
+            let id = state.nextID
+            state.nextID += 1
+            state.calls[id] = InFlight(call: call)
+            return id
+        }
+        guard let id else { return false }
+        call.whenAbandoned { [self] in abandon(id) }
+        writer.append { WorkerFrame.request(id: id, handler: UInt32(handler), fields: request).encode(into: &$0) }
+        return true
+    }
+
+    /// The host answered `Timeout` for `id`. If its handler never returned,
+    /// the worker is stuck in it: report it hung so it can be replaced.
+    private func abandon(_ id: UInt64) {
+        let onHung = state.withLock { state -> (@Sendable (WorkerProcess) -> Void)? in
+            guard let entry = state.calls.removeValue(forKey: id), !entry.returned else { return nil }
+            return state.onHung
+        }
+        onHung?(self)
+        retireIfDrained()
+    }
+
+    /// Takes no new requests; the process stops once nothing is in flight.
+    func retire() {
+        state.withLock { $0.retiring = true }
+        retireIfDrained()
+    }
+
+    private func retireIfDrained() {
+        let stop = state.withLock { $0.retiring && $0.calls.isEmpty && !$0.exited }
+        if stop { kill(pid, SIGKILL) }
+    }
+
+    /// Asks the worker to run the plug-in's shutdown hook and exit.
+    func shutdown() {
+        state.withLock { $0.retiring = true }
+        writer.append { WorkerFrame.shutdown.encode(into: &$0) }
+    }
+
+    var isExited: Bool { state.withLock { $0.exited } }
+
+    /// Waits for the process to end; kills it if `deadline` comes first.
+    func waitForExit(until deadline: UInt64) {
+        let exited = ended.wait(until: { $0 }, deadline: deadline) { $0 }
+        if !exited {
+            kill(pid, SIGKILL)
+            ended.wait(until: { $0 }) { _ in }
+        }
+    }
+}
+
+/// Only the worker's reader thread (after the handshake) touches it.
+private final class UncheckedFrameReader: @unchecked Sendable {
+    let reader: FrameReader
+    init(_ reader: FrameReader) { self.reader = reader }
+}
