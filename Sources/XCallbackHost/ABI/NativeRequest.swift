@@ -50,10 +50,12 @@ final class NativeRequest: @unchecked Sendable {
         var cursor = 0
         func append(_ text: String) -> Int {
             let start = cursor
-            for byte in text.utf8 {
-                storage[cursor] = CChar(bitPattern: byte)
-                cursor += 1
+            var text = text
+            let count = text.withUTF8 { bytes -> Int in
+                if let base = bytes.baseAddress { memcpy(storage + cursor, base, bytes.count) }
+                return bytes.count
             }
+            cursor += count
             storage[cursor] = 0
             cursor += 1
             return start

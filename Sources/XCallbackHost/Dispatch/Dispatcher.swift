@@ -102,6 +102,7 @@ final class Dispatcher: Sendable {
     /// Gives the request its outcome, if nothing else has.
     private func finish(_ pending: PendingRequest, _ outcome: Outcome) {
         guard pending.claim() else { return }
+        _ = pending.takeCurrentCall()
         conclude(pending, outcome)
     }
 
@@ -138,7 +139,7 @@ final class Dispatcher: Sendable {
     /// The deadline passed: `Timeout`, and the endpoint retires the attempt.
     private func expire(_ pending: PendingRequest) {
         guard pending.claim() else { return }
-        pending.currentCall?.abandon()
+        pending.takeCurrentCall()?.abandon()
         let seconds = Double(timeoutNanoseconds) / 1e9
         let plugin = pending.currentPlugin ?? "?"
         conclude(pending, HostError.timeout("plug-in '\(plugin)' did not complete the request within \(seconds) s"))

@@ -46,8 +46,19 @@ final class PendingRequest: Sendable {
     var isFinished: Bool { finished.load(ordering: .acquiring) }
 
     /// True for exactly one caller: the one that gets to give the outcome.
+    /// The winner also drops the current call, which breaks the cycle
+    /// request → call → delivery closure → request.
     func claim() -> Bool {
-        !finished.exchange(true, ordering: .acquiringAndReleasing)
+        guard !finished.exchange(true, ordering: .acquiringAndReleasing) else { return false }
+        return true
+    }
+
+    /// Takes the current call out (to abandon it), leaving none behind.
+    func takeCurrentCall() -> HandlerCall? {
+        state.withLock { state in
+            defer { state.currentCall = nil }
+            return state.currentCall
+        }
     }
 
     /// The next route to try, best first.
@@ -62,6 +73,5 @@ final class PendingRequest: Sendable {
         }
     }
 
-    var currentCall: HandlerCall? { state.withLock { $0.currentCall } }
     var currentPlugin: String? { state.withLock { $0.currentPlugin } }
 }
