@@ -19,7 +19,12 @@ public final class Host: Sendable {
     let watchdog = StallWatchdog()
     let opener: CallbackOpener?
     let stopSignal = StopSignal()
+    /// One reconcile at a time (watcher and SIGHUP may race).
+    private let rescanLock = Mutex(())
     let spawner = WorkerSpawner()
+    let discovery: PluginDiscovery
+    /// The stamp of every plug-in file looked at, loaded or refused.
+    private let stamps = Mutex<[String: FileStamp]>([:])
 
     public init(configuration: HostConfiguration, logger: Logger) {
         self.configuration = configuration
@@ -28,6 +33,9 @@ public final class Host: Sendable {
             registry: registry, limits: configuration.limits, timeout: configuration.timeout,
             keepsInput: configuration.output == .jsonl, logger: logger)
         self.opener = configuration.openCommand.map { CallbackOpener(command: $0, logger: logger) }
+        self.discovery = PluginDiscovery(
+            directories: configuration.pluginDirectories,
+            security: FileSecurity(allowInsecure: configuration.allowInsecurePlugins))
     }
 
     /// Every plug-in file found, loaded or refused.
@@ -36,9 +44,6 @@ public final class Host: Sendable {
     /// Scans the plug-in directories and loads what is new. Throws when a
     /// directory named explicitly cannot be used.
     public func loadPlugins(requireDirectories: Bool) throws(HostSetupError) {
-        let discovery = PluginDiscovery(
-            directories: configuration.pluginDirectories,
-            security: FileSecurity(allowInsecure: configuration.allowInsecurePlugins))
         let scan = discovery.scan()
         if requireDirectories, let problem = scan.unreadableDirectories.first {
             throw HostSetupError("unusable plug-in directory: \(problem)")
@@ -46,42 +51,110 @@ public final class Host: Sendable {
         for problem in scan.unreadableDirectories {
             logger.debug("skipping plug-in directory \(problem)")
         }
+        reconcile(scan, probeFirst: false)
+    }
+
+    /// Brings the loaded plug-ins in line with the plug-in directories:
+    /// new files load, changed files replace their plug-in, removed files'
+    /// routes go away. A file whose stamp is unchanged is not looked at
+    /// again, so a broken file is reported once, until it changes.
+    func reconcile(_ scan: PluginDiscovery.Scan, probeFirst: Bool) {
+        var present = Set<String>()
         for refusal in scan.refused {
+            present.insert(refusal.path)
+            guard note(refusal.path) else { continue }
             logger.error("\(refusal.description)")
+            if let old = registry.remove(path: refusal.path) { retire(old) }
             registry.refuse(refusal)
         }
-        let known = Set(registry.statuses.map(\.path))
-        for path in scan.candidates where !known.contains(path) {
-            load(path)
+        for path in scan.candidates {
+            present.insert(path)
+            guard note(path) else { continue }
+            let replacing = registry.statuses.contains { $0.path == path && $0.isLoaded }
+            guard let prepared = prepare(path, replacing: replacing, probeFirst: probeFirst) else { continue }
+            if replacing {
+                let old = registry.replace(path: path, with: prepared.endpoint, info: prepared.info, routes: prepared.routes)
+                if let old { retire(old) }
+                logger.notice("reloaded plug-in '\(prepared.info.name)' from \(path)")
+            } else {
+                registry.add(prepared.endpoint, info: prepared.info, routes: prepared.routes)
+            }
+        }
+        let gone = stamps.withLock { stamps -> [String] in
+            let gone = stamps.keys.filter { !present.contains($0) }
+            gone.forEach { stamps.removeValue(forKey: $0) }
+            return gone
+        }
+        for path in gone {
+            if let old = registry.remove(path: path) {
+                logger.notice("plug-in file \(path) was removed; its routes are gone")
+                retire(old)
+            } else {
+                registry.remove(path: path)
+            }
         }
     }
 
-    private func load(_ path: String) {
+    /// Records the file's current stamp; true when it is new or changed.
+    private func note(_ path: String) -> Bool {
+        guard let stamp = FileStamp(path: path) else { return false }
+        return stamps.withLock { stamps in
+            guard stamps[path] != stamp else { return false }
+            stamps[path] = stamp
+            return true
+        }
+    }
+
+    private func retire(_ endpoint: any PluginEndpoint) {
+        (endpoint as? WorkerEndpoint)?.retire()
+    }
+
+    /// A plug-in ready to be registered, not yet reachable.
+    private struct Prepared {
+        var endpoint: any PluginEndpoint
+        var info: PluginInfo
+        var routes: [(pattern: RoutePattern, handler: Int)]
+    }
+
+    private func prepare(_ path: String, replacing: Bool, probeFirst: Bool) -> Prepared? {
         switch configuration.isolation {
-        case .none: loadInProcess(path)
-        case .process: loadInWorker(path)
+        case .none: return prepareInProcess(path, replacing: replacing, probeFirst: probeFirst)
+        case .process: return prepareWorker(path, replacing: replacing)
         }
     }
 
-    private func loadInProcess(_ path: String) {
+    private func prepareInProcess(_ path: String, replacing: Bool, probeFirst: Bool) -> Prepared? {
+        if probeFirst {
+            // A file dropped into a running host may crash in its
+            // constructor: try it in a child before it can take the host.
+            let probe = PluginProbe.probe(path, executable: configuration.workerExecutable,
+                                          allowInsecure: configuration.allowInsecurePlugins)
+            if let error = probe.error {
+                logger.error("\(error.description)")
+                registry.refuse(error)
+                return nil
+            }
+        }
         do {
             let plugin = try PluginLoader(logger: logger).load(path) { [registry] pattern in
-                registry.owner(ofSameShapeAs: pattern)
+                registry.owner(ofSameShapeAs: pattern, excluding: path)
             }
-            guard admit(plugin.info) else { return }
-            registry.add(InProcessEndpoint(plugin: plugin), info: plugin.info,
-                         routes: plugin.routes.enumerated().map { ($1, $0) })
+            guard admit(plugin.info) else { return nil }
             logger.info("loaded plug-in '\(plugin.name)' \(plugin.info.version) from \(path) with \(plugin.routes.count) route(s)")
+            return Prepared(endpoint: InProcessEndpoint(plugin: plugin), info: plugin.info,
+                            routes: plugin.routes.enumerated().map { ($1, $0) })
         } catch {
             logger.error("\(error.description)")
-            registry.refuse(error)
+            if !replacing { registry.refuse(error) }
+            return nil
         }
     }
 
     /// Loads the plug-in in a worker process; the worker reports its routes.
     /// Routes another plug-in already owns are left out (the existing owner
-    /// keeps them), as in-process registration would refuse them.
-    private func loadInWorker(_ path: String) {
+    /// keeps them), as in-process registration would refuse them. A broken
+    /// replacement leaves the running version in place.
+    private func prepareWorker(_ path: String, replacing: Bool) -> Prepared? {
         let executable = configuration.workerExecutable
         let started = spawner.run { () -> Result<WorkerProcess, WorkerProcess.StartError> in
             Result { () throws(WorkerProcess.StartError) in
@@ -95,33 +168,33 @@ public final class Host: Sendable {
         case .failure(let error):
             let message = error.message.hasPrefix(path) ? String(error.message.dropFirst(path.count + 2)) : error.message
             let refusal = PluginLoadError(path: path, reason: .other(message))
-            logger.error("\(refusal.description)")
-            registry.refuse(refusal)
-            return
+            logger.error("\(refusal.description)\(replacing ? "; the running version stays" : "")")
+            if !replacing { registry.refuse(refusal) }
+            return nil
         }
         let info = worker.ready.info
         guard admit(info) else {
             worker.shutdown()
-            return
+            return nil
         }
         var routes: [(pattern: RoutePattern, handler: Int)] = []
         for (index, text) in worker.ready.routes.enumerated() {
             guard let pattern = try? RoutePattern(text) else { continue }
-            if let owner = registry.owner(ofSameShapeAs: pattern) {
+            if let owner = registry.owner(ofSameShapeAs: pattern, excluding: path) {
                 logger.error("plug-in '\(info.name)': refused route \(pattern): plug-in '\(owner)' already owns a route of the same shape")
                 continue
             }
             routes.append((pattern, index))
         }
-        let endpoint = WorkerEndpoint(first: worker, executable: configuration.workerExecutable, spawner: spawner,
+        let endpoint = WorkerEndpoint(first: worker, executable: executable, spawner: spawner,
                                       policy: configuration.restartPolicy, logger: logger)
-        registry.add(endpoint, info: info, routes: routes)
         logger.info("loaded plug-in '\(info.name)' \(info.version) from \(path) in worker \(worker.pid) with \(routes.count) route(s)")
+        return Prepared(endpoint: endpoint, info: info, routes: routes)
     }
 
-    /// Refuses a second plug-in with a name already loaded.
+    /// Refuses a second plug-in with a name already loaded from another file.
     private func admit(_ info: PluginInfo) -> Bool {
-        guard let other = registry.path(ofPluginNamed: info.name) else { return true }
+        guard let other = registry.path(ofPluginNamed: info.name), other != info.path else { return true }
         let error = PluginLoadError(path: info.path, reason: .duplicateName(other))
         logger.error("\(error.description)")
         registry.refuse(error, info: info)
@@ -145,6 +218,7 @@ public final class Host: Sendable {
     public func serveFIFO(path: String, output: Int32) throws(HostSetupError) {
         let fifo = try FIFOInput.open(path)
         startBackgroundWork()
+        watchPluginDirectories()
         let sink = makeSink(output)
         let loop = runLoop(input: fifo.readDescriptor, sink: sink)
         drain(loop)
@@ -156,6 +230,7 @@ public final class Host: Sendable {
     public func serveSocket(path: String) throws(HostSetupError) {
         let listener = try SocketListener(path: path)
         startBackgroundWork()
+        watchPluginDirectories()
         listener.acceptConnections(until: stopSignal) { [self] connection in
             let sink = OutputSink(descriptor: connection, format: configuration.output,
                                   keepOrder: configuration.keepOrder, opener: nil, onClosed: {})
@@ -171,12 +246,21 @@ public final class Host: Sendable {
         stopSignal.raise()
     }
 
-    /// Loads plug-in files that appeared since the last scan, and gives
-    /// disabled plug-ins a fresh worker (SIGHUP).
+    /// A full rescan (SIGHUP): gives disabled plug-ins a fresh worker and
+    /// loads, replaces or drops plug-ins whose files changed.
     public func rescan() {
         logger.info("rescanning plug-in directories")
         for case let endpoint as WorkerEndpoint in registry.endpoints { endpoint.reload() }
-        try? loadPlugins(requireDirectories: false)
+        rescanLock.withLock { _ in reconcile(discovery.scan(), probeFirst: true) }
+    }
+
+    /// Watches the plug-in directories while a long-running input is
+    /// served: changes take effect within the watcher's settle time.
+    private func watchPluginDirectories() {
+        let watcher = DirectoryWatcher(directories: configuration.pluginDirectories, stop: stopSignal, logger: logger)
+        watcher.start { [self] in
+            rescanLock.withLock { _ in reconcile(discovery.scan(), probeFirst: true) }
+        }
     }
 
     // MARK: pieces

@@ -4,7 +4,7 @@ import XCallbackURL
 /// Runs a plug-in loaded into the host process (`--isolation none`): the
 /// lowest latency, and no protection: a crash in the plug-in is a crash of
 /// the host.
-final class InProcessEndpoint: PluginEndpoint {
+final class InProcessEndpoint: PluginEndpoint, PathIdentified {
     let plugin: LoadedPlugin
 
     init(plugin: LoadedPlugin) {
@@ -12,6 +12,7 @@ final class InProcessEndpoint: PluginEndpoint {
     }
 
     var pluginName: String { plugin.name }
+    var path: String { plugin.info.path }
 
     func invoke(handler index: Int, request: RequestFields, call: HandlerCall) {
         let handler = plugin.registrations[index].handler

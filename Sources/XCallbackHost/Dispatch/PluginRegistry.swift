@@ -40,11 +40,17 @@ final class PluginRegistry: Sendable {
         state.withLock { $0.schemes.contains(scheme) }
     }
 
-    /// The plug-in owning a route of the same shape as `pattern`, if any.
-    func owner(ofSameShapeAs pattern: RoutePattern) -> String? {
+    /// The plug-in owning a route of the same shape as `pattern`, if any,
+    /// not counting the plug-in loaded from `excludedPath` (the one being
+    /// replaced: its new version may keep its own routes).
+    func owner(ofSameShapeAs pattern: RoutePattern, excluding excludedPath: String? = nil) -> String? {
         state.withLock { state -> String? in
-            guard let existing = state.table.sameShapeRoutes(as: pattern).first else { return nil }
-            return state.table.routes.first { $0.pattern == existing }?.value.pluginName
+            let excluded = excludedPath.flatMap { path in state.statuses.first { $0.isLoaded && $0.path == path }?.info?.name }
+            for existing in state.table.sameShapeRoutes(as: pattern) {
+                let owners = state.table.routes.filter { $0.pattern == existing }.map(\.value.pluginName)
+                if let owner = owners.first(where: { $0 != excluded }) { return owner }
+            }
+            return nil
         }
     }
 
@@ -73,10 +79,54 @@ final class PluginRegistry: Sendable {
         }
     }
 
+    /// Swaps the plug-in loaded from `path` for a new endpoint in one step,
+    /// so no request finds the route missing in between. Returns the old
+    /// endpoint, to retire once its requests are answered.
+    @discardableResult
+    func replace(path: String, with endpoint: any PluginEndpoint, info: PluginInfo,
+                 routes: [(pattern: RoutePattern, handler: Int)]) -> (any PluginEndpoint)? {
+        state.withLock { state in
+            let old = Self.removeLocked(path: path, from: &state)
+            for route in routes {
+                state.table.insert(route.pattern, value: RouteTarget(endpoint: endpoint, handlerIndex: route.handler))
+            }
+            state.statuses.append(PluginStatus(path: info.path, info: info, routes: routes.map(\.pattern), error: nil))
+            state.schemes = Set(state.table.routes.map(\.pattern.scheme))
+            return old
+        }
+    }
+
+    /// Forgets the plug-in loaded from `path` (and any refusal recorded for
+    /// it); returns its endpoint, if it had one.
+    @discardableResult
+    func remove(path: String) -> (any PluginEndpoint)? {
+        state.withLock { state in
+            let old = Self.removeLocked(path: path, from: &state)
+            state.schemes = Set(state.table.routes.map(\.pattern.scheme))
+            return old
+        }
+    }
+
+    private static func removeLocked(path: String, from state: inout State) -> (any PluginEndpoint)? {
+        let old = state.table.routes.first { ($0.value.endpoint as? PathIdentified)?.path == path }?.value.endpoint
+        if let old {
+            state.table.removeAll { $0.endpoint === old }
+        }
+        state.statuses.removeAll { $0.path == path }
+        return old
+    }
+
     /// Records a file that was refused.
     func refuse(_ error: PluginLoadError, info: PluginInfo? = nil) {
         state.withLock {
+            $0.statuses.removeAll { $0.path == error.path }
             $0.statuses.append(PluginStatus(path: error.path, info: info, routes: [], error: error))
         }
     }
+}
+
+/// Endpoints that know which file they run, so the registry can find them
+/// when that file changes.
+protocol PathIdentified {
+    var path: String { get }
 }

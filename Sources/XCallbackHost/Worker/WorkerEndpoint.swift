@@ -11,7 +11,7 @@ import Musl
 /// is `PluginCrashed` for the requests that worker had in flight, never a
 /// crash of the host; the worker is restarted with growing delays, and a
 /// plug-in that crashes too often is disabled.
-final class WorkerEndpoint: PluginEndpoint {
+final class WorkerEndpoint: PluginEndpoint, PathIdentified {
     let pluginName: String
     let path: String
     private let executable: String
@@ -32,6 +32,10 @@ final class WorkerEndpoint: PluginEndpoint {
         var disabledReason: String?
         var stopped = false
     }
+
+    /// How long a retired endpoint keeps taking requests from callers that
+    /// looked up their route just before the swap.
+    static let retireDelay: Duration = .milliseconds(200)
 
     init(first worker: WorkerProcess, executable: String, spawner: WorkerSpawner, policy: RestartPolicy, logger: Logger) {
         self.spawner = spawner
@@ -64,6 +68,22 @@ final class WorkerEndpoint: PluginEndpoint {
             return true
         }
         if restart { scheduleStart(after: .zero) }
+    }
+
+    /// The plug-in's file was replaced or removed: no restarts from now on;
+    /// the worker answers what it has, then stops.
+    func retire() {
+        spawner.schedule(after: Self.retireDelay) { [self] in
+            let worker = state.withLock { state -> WorkerProcess? in
+                state.stopped = true
+                if state.disabledReason == nil {
+                    state.disabledReason = "plug-in '\(pluginName)' was removed or replaced"
+                }
+                return state.current
+            }
+            worker?.retire()
+            failWaiting()
+        }
     }
 
     /// Asks every worker to finish and exit (graceful shutdown).

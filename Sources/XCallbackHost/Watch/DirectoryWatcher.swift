@@ -1,0 +1,66 @@
+import Logging
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Calls `onChange` soon after a file in one of the directories is
+/// finished (closed after writing), renamed in or out, removed, or has its
+/// permissions changed. Linux inotify, with a periodic rescan when inotify
+/// is unavailable or a directory cannot be watched. Events are coalesced:
+/// one call per burst, so a `cp` and `mv` pair costs one rescan.
+final class DirectoryWatcher: Sendable {
+    let directories: [String]
+    private let stop: StopSignal
+    private let logger: Logger
+    /// How long a burst of events may run before the rescan.
+    static let settle: Int32 = 100
+    /// Rescan period when inotify cannot watch every directory.
+    static let fallbackPeriod: Int32 = 1000
+
+    init(directories: [String], stop: StopSignal, logger: Logger) {
+        self.directories = directories
+        self.stop = stop
+        self.logger = logger
+    }
+
+    /// Starts watching on a thread of its own, until the stop signal.
+    func start(onChange: @escaping @Sendable () -> Void) {
+        Threads.detach { [self] in run(onChange) }
+    }
+
+    private func run(_ onChange: @Sendable () -> Void) {
+        let inotify = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
+        var watchedAll = inotify >= 0
+        if inotify >= 0 {
+            let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_ATTRIB
+                              | IN_DELETE_SELF | IN_MOVE_SELF)
+            for directory in directories where inotify_add_watch(inotify, directory, mask) < 0 {
+                logger.warning("cannot watch \(directory) (\(String(cString: strerror(errno)))); rescanning it every \(Self.fallbackPeriod) ms")
+                watchedAll = false
+            }
+        } else {
+            logger.warning("inotify is unavailable; rescanning plug-in directories every \(Self.fallbackPeriod) ms")
+        }
+        defer { if inotify >= 0 { close(inotify) } }
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        while !stop.isRaised {
+            var fds = [pollfd(fd: inotify, events: Int16(POLLIN), revents: 0),
+                       pollfd(fd: stop.descriptor, events: Int16(POLLIN), revents: 0)]
+            let ready = poll(&fds, 2, watchedAll ? -1 : Self.fallbackPeriod)
+            if ready < 0 && errno != EINTR { return }
+            if fds[1].revents != 0 { return }
+            if inotify >= 0 && fds[0].revents != 0 {
+                // Let the burst finish, then drain it: one rescan for all.
+                var settle = pollfd(fd: stop.descriptor, events: Int16(POLLIN), revents: 0)
+                _ = poll(&settle, 1, Self.settle)
+                while read(inotify, &buffer, buffer.count) > 0 {}
+                onChange()
+            } else if !watchedAll {
+                onChange()
+            }
+        }
+    }
+}
