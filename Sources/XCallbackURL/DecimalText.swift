@@ -5,7 +5,9 @@ public enum DecimalText {
     public static func format(_ value: Double) -> String {
         if value.isNaN { return "nan" }
         if value.isInfinite { return value < 0 ? "-inf" : "inf" }
-        if value == value.rounded(), abs(value) < 1e15 {
+        // Int64 round trip rather than rounded(): the module stays free of libm
+        // (rounded() calls round(), which a stdlib-only executable does not link).
+        if abs(value) < 1e15, Double(Int64(value)) == value {
             return String(Int64(value))
         }
         return String(value)

@@ -1,0 +1,100 @@
+/// Building callback URLs: a URL from the request plus the outcome's parameters.
+public enum CallbackURL {
+    /// `url` with `parameters` percent-encoded and appended: after `&` if the URL
+    /// already has a query, else after `?`, and before any `#fragment`.
+    /// A query that already ends in `?` or `&` gets no second separator.
+    public static func appending(_ parameters: [QueryParameter], to url: String) -> String {
+        if parameters.isEmpty { return url }
+        var output: [UInt8] = []
+        append(parameters, to: url, into: &output)
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    /// Appends the bytes of `appending(parameters, to: url)` to `output`.
+    public static func append(_ parameters: [QueryParameter], to url: String, into output: inout [UInt8]) {
+        url.withUTF8Bytes { bytes in
+            write(prefix: bytes, parameters: parameters, as: .callback, into: &output)
+        }
+    }
+
+    /// How `write` joins the query to its prefix.
+    enum Joining {
+        /// The prefix is a URL: the query goes before its fragment, after '?' or '&'.
+        case callback
+        /// The prefix is a bare word ("success"): the query follows a '?'.
+        case word
+        /// Just the query, no separator.
+        case queryOnly
+    }
+
+    /// Appends `prefix` and the encoded `parameters` to `output`, joined as `joining` says.
+    ///
+    /// The line is composed in one temporary buffer (on the stack unless it is long)
+    /// and appended with one copy: appending byte by byte to an Array costs a
+    /// uniqueness and capacity check per byte.
+    static func write(
+        prefix: UnsafeBufferPointer<UInt8>, parameters: [QueryParameter], as joining: Joining, into output: inout [UInt8]
+    ) {
+        // Encoding at most triples a byte; '?', '=' and '&' add one each per parameter.
+        var capacity = prefix.count &+ 1
+        for parameter in parameters {
+            capacity &+= 3 &* (parameter.name.utf8.count &+ parameter.value.utf8.count) &+ 2
+        }
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: capacity) { buffer in
+            guard let start = buffer.baseAddress else { return }
+            var target = start
+            var fragmentStart = prefix.count
+            var separator = joining == .queryOnly ? 0 : ASCII.question
+            if let base = prefix.baseAddress {
+                if joining == .callback {
+                    fragmentStart = ByteSearch.firstIndex(
+                        of: ASCII.hash, in: base, from: 0, to: prefix.count, limit: prefix.count)
+                    let hasQuery = ByteSearch.firstIndex(
+                        of: ASCII.question, in: base, from: 0, to: fragmentStart, limit: prefix.count) < fragmentStart
+                    if hasQuery {
+                        let last = base[fragmentStart - 1]
+                        separator = last == ASCII.question || last == ASCII.ampersand ? 0 : ASCII.ampersand
+                    }
+                }
+                target.update(from: base, count: fragmentStart)
+                target += fragmentStart
+            }
+            if !parameters.isEmpty {
+                if separator != 0 {
+                    target.pointee = separator
+                    target += 1
+                }
+                target = writeQuery(parameters, to: target)
+            }
+            if let base = prefix.baseAddress, fragmentStart < prefix.count {
+                target.update(from: base + fragmentStart, count: prefix.count - fragmentStart)
+                target += prefix.count - fragmentStart
+            }
+            output.append(contentsOf: UnsafeBufferPointer(start: start, count: target - start))
+        }
+    }
+
+    /// Writes `name=value&name=value…`, each name and value percent-encoded; returns the position after it.
+    @inline(__always)
+    static func writeQuery(_ parameters: [QueryParameter], to target: UnsafeMutablePointer<UInt8>)
+        -> UnsafeMutablePointer<UInt8>
+    {
+        var target = target
+        for (index, parameter) in parameters.enumerated() {
+            if index > 0 {
+                target.pointee = ASCII.ampersand
+                target += 1
+            }
+            target = parameter.name.withUTF8Bytes { PercentEncoding.writeEncoded($0, to: target) }
+            target.pointee = ASCII.equals
+            target += 1
+            target = parameter.value.withUTF8Bytes { PercentEncoding.writeEncoded($0, to: target) }
+        }
+        return target
+    }
+
+    /// Appends `name=value&name=value…`, each name and value percent-encoded.
+    static func appendQuery(_ parameters: [QueryParameter], to output: inout [UInt8]) {
+        write(prefix: UnsafeBufferPointer(start: nil, count: 0), parameters: parameters, as: .queryOnly, into: &output)
+    }
+}
