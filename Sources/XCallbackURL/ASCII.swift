@@ -1,7 +1,6 @@
-// Byte classification shared by the parser and the encoder. Tables instead of
-// comparisons keep the per-byte loops branch-light.
+// Byte constants and classification shared by the parser and the encoder,
+// written branch-free where they sit in per-byte loops.
 
-@usableFromInline
 enum ASCII {
     static let percent: UInt8 = 0x25      // %
     static let ampersand: UInt8 = 0x26    // &
@@ -14,13 +13,6 @@ enum ASCII {
     @inline(__always)
     static func hexDigit(_ nibble: UInt8) -> UInt8 {
         nibble < 10 ? nibble &+ 0x30 : nibble &+ 0x37
-    }
-
-    /// The value of a hex digit, or nil.
-    @inline(__always)
-    static func hexValue(_ byte: UInt8) -> UInt8? {
-        let value = hexNibble(byte)
-        return value < 16 ? value : nil
     }
 
     /// The value of a hex digit, or 0xFF: branch-free, so two digits can be checked with one test.

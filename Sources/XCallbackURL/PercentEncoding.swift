@@ -111,9 +111,10 @@ extension Array where Element == UInt8 {
 }
 
 extension PercentEncoding {
-    /// `bytes[start..<end]` as a String, percent-decoded through `scratch` (room for
-    /// at least `end - start` bytes). The caller guarantees the raw range is valid
-    /// UTF-8; decoded bytes are checked here. Error offsets are positions in `bytes`.
+    /// `bytes[start..<end]` as a String, percent-decoded through `scratch`, which has
+    /// room for `bytes.count - start` bytes (the decoder copies whole words and may
+    /// write past `end - start`). The caller guarantees the raw range is valid UTF-8;
+    /// decoded bytes are checked here. Error offsets are positions in `bytes`.
     ///
     /// Decoding into scratch memory and then copying with `String(decoding:)` is
     /// measurably faster than decoding into `String(unsafeUninitializedCapacity:)`.

@@ -79,9 +79,8 @@ extension URLParseError {
         return URLParseError(kind: .invalidSchemeCharacter, offset: offset, message: "\(what) at byte \(offset)")
     }
 
-    static func malformedPercentEscape(_ bytes: UnsafeBufferPointer<UInt8>, at offset: Int, base: Int = 0)
-        -> URLParseError
-    {
+    /// `bytes` ends where the escaped text ends, so a cut-short escape shows as such.
+    static func malformedPercentEscape(_ bytes: UnsafeBufferPointer<UInt8>, at offset: Int) -> URLParseError {
         // Show the '%' and at most the two bytes meant to be hex digits.
         var shown = "%"
         var index = offset + 1
@@ -89,11 +88,10 @@ extension URLParseError {
             shown += describe(bytes[index])
             index += 1
         }
-        let position = offset + base
         let detail = offset + 2 >= bytes.count ? " (cut short by the end of the text)" : ""
         return URLParseError(
-            kind: .malformedPercentEscape, offset: position,
-            message: "invalid percent escape '\(shown)'\(detail) at byte \(position): '%' must be followed by two hex digits")
+            kind: .malformedPercentEscape, offset: offset,
+            message: "invalid percent escape '\(shown)'\(detail) at byte \(offset): '%' must be followed by two hex digits")
     }
 
     /// A byte as it can be shown inside quotes: printable ASCII as itself, anything else as \xNN.

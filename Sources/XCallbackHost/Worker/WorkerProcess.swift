@@ -85,19 +85,10 @@ final class WorkerProcess: Sendable {
         sigaddset(&defaults, SIGPIPE)
         posix_spawnattr_setsigdefault(&attributes, &defaults)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        // Swift's crash backtracer is for programs people debug; for a
-        // worker it only delays the restart and floods the host's stderr.
-        var environment: [UnsafeMutablePointer<CChar>?] = []
-        var pointer = environ
-        while let entry = pointer.pointee {
-            if !String(cString: entry).hasPrefix("SWIFT_BACKTRACE=") { environment.append(strdup(entry)) }
-            pointer += 1
-        }
-        environment.append(strdup("SWIFT_BACKTRACE=enable=no"))
-        environment.append(nil)
-        defer { environment.forEach { free($0) } }
         var pid = pid_t()
-        let status = posix_spawn(&pid, executable, &actions, &attributes, arguments, environment)
+        let status = ChildEnvironment.withEnvironment {
+            posix_spawn(&pid, executable, &actions, &attributes, arguments, $0)
+        }
         close(child)
         guard status == 0 else {
             close(host)

@@ -1,0 +1,143 @@
+import Testing
+import XCallbackURL
+
+enum PokemonType: String, CaseIterable, ParameterValue {
+    case water, grass, fire
+}
+
+@Suite struct ParameterValueTests {
+    let parameters = QueryParameters([
+        QueryParameter("lhs", "2"), QueryParameter("rhs", "4.2"), QueryParameter("bad", "abc"),
+        QueryParameter("flag", "YES"), QueryParameter("type", "water"), QueryParameter("types", "water, grass"),
+        QueryParameter("types", "fire"), QueryParameter("types", ""), QueryParameter("n", "-17"),
+    ])
+
+    @Test func doubles() {
+        for (text, value) in [("2", 2.0), ("4.2", 4.2), ("-1e3", -1000), ("+0.5", 0.5), (".5", 0.5), ("5.", 5), ("1E-2", 0.01)] {
+            #expect(Double(parameterValue: text) == value, "\(text)")
+        }
+        for text in ["nan", "NaN", "inf", "-infinity", "", " 2", "2 ", "0x10", "1e", "e3", ".", "-", "1,5", "1e999", "1.2.3", "٣"] {
+            #expect(Double(parameterValue: text) == nil, "\(text)")
+        }
+        #expect(Double.parameterTypeDescription == "a decimal number")
+        #expect(Float(parameterValue: "1.5") == 1.5)
+        #expect(Float(parameterValue: "1e39") == nil)
+    }
+
+    @Test func integers() {
+        #expect(Int(parameterValue: "25") == 25)
+        #expect(Int(parameterValue: "-3") == -3)
+        #expect(Int(parameterValue: "+3") == 3)
+        for text in ["", "2.0", "0x10", " 1", "1e3", "99999999999999999999", "abc"] {
+            #expect(Int(parameterValue: text) == nil, "\(text)")
+        }
+        #expect(Int.parameterTypeDescription == "an integer")
+        #expect(Int32(parameterValue: "3000000000") == nil)
+        #expect(UInt(parameterValue: "-1") == nil)
+        #expect(UInt64(parameterValue: "18446744073709551615") == .max)
+    }
+
+    @Test func booleans() {
+        for text in ["true", "TRUE", "1", "yes", "Yes"] { #expect(Bool(parameterValue: text) == true, "\(text)") }
+        for text in ["false", "False", "0", "no", "NO"] { #expect(Bool(parameterValue: text) == false, "\(text)") }
+        for text in ["", "y", "2", "on", "truee"] { #expect(Bool(parameterValue: text) == nil, "\(text)") }
+        #expect(Bool.parameterTypeDescription == "true or false")
+    }
+
+    @Test func enumerations() {
+        #expect(PokemonType(parameterValue: "grass") == .grass)
+        #expect(PokemonType(parameterValue: "Grass") == nil)
+        #expect(PokemonType.parameterTypeDescription == "one of water, grass, fire")
+    }
+
+    @Test func required() throws {
+        #expect(try parameters.required("lhs", as: Double.self) == 2)
+        let rhs: Double = try parameters.required("rhs")
+        #expect(rhs == 4.2)
+        #expect(try parameters.required("n", as: Int.self) == -17)
+        #expect(try parameters.required("flag", as: Bool.self))
+        #expect(try parameters.required("type", as: PokemonType.self) == .water)
+        #expect(try parameters.required("bad", as: String.self) == "abc")
+    }
+
+    @Test func missingAndInvalidMessages() {
+        #expect(throws: ParameterError(name: "zzz", expected: "a decimal number", problem: .missing)) {
+            try parameters.required("zzz", as: Double.self)
+        }
+        do {
+            _ = try parameters.required("zzz", as: Double.self)
+        } catch {
+            #expect(error.message == "missing required parameter 'zzz' (a decimal number)")
+            #expect(error.description == error.message)
+        }
+        do {
+            _ = try parameters.required("bad", as: Double.self)
+        } catch {
+            #expect(error.problem == .invalid(value: "abc"))
+            #expect(error.message == "parameter 'bad' must be a decimal number, got 'abc'")
+        }
+        do {
+            _ = try parameters.required("bad", as: PokemonType.self)
+        } catch {
+            #expect(error.message == "parameter 'bad' must be one of water, grass, fire, got 'abc'")
+        }
+    }
+
+    @Test func longValuesAreShortenedInMessages() {
+        let long = String(repeating: "x", count: 500)
+        let error = ParameterError(name: "a", expected: "an integer", problem: .invalid(value: long))
+        #expect(error.message.count < 150)
+        #expect(error.message.hasSuffix("…'"))
+    }
+
+    @Test func optional() throws {
+        #expect(try parameters.optional("zzz", as: Int.self) == nil)
+        #expect(try parameters.optional("n", as: Int.self) == -17)
+        #expect(throws: ParameterError.self) { try parameters.optional("bad", as: Int.self) }
+    }
+
+    @Test func lists() throws {
+        #expect(try parameters.list("types", of: PokemonType.self) == [.water, .grass, .fire])
+        #expect(try parameters.list("absent", of: PokemonType.self) == [])
+        #expect(try parameters.list("lhs", of: Int.self) == [2])
+        let single = QueryParameters([QueryParameter("ids", "1,,2,"), QueryParameter("ids", "3")])
+        #expect(try single.list("ids", of: Int.self) == [1, 2, 3])
+        #expect(try single.list("ids", of: String.self) == ["1", "2", "3"])
+        do {
+            _ = try QueryParameters([QueryParameter("types", "water,lava")]).list("types", of: PokemonType.self)
+            Issue.record("expected an error")
+        } catch {
+            #expect(error.problem == .invalid(value: "lava"))
+            #expect(error.name == "types")
+        }
+    }
+
+    @Test func namesMatchByteForByte() {
+        let composed = QueryParameters([QueryParameter("caf\u{E9}", "composed"), QueryParameter("cafe\u{301}", "decomposed")])
+        #expect(composed.first("caf\u{E9}") == "composed")
+        #expect(composed.first("cafe\u{301}") == "decomposed")
+        #expect(composed.all("cafe\u{301}") == ["decomposed"])
+        #expect(composed.first("CAF\u{C9}") == nil)
+    }
+
+    @Test func decimalText() {
+        #expect(DecimalText.format(6) == "6")
+        #expect(DecimalText.format(6.2) == "6.2")
+        #expect(DecimalText.format(-0.0) == "0")
+        #expect(DecimalText.format(-1024) == "-1024")
+        #expect(DecimalText.format(0.1 + 0.2) == "0.30000000000000004")
+        #expect(DecimalText.format(1e15) == "1000000000000000.0")
+        #expect(DecimalText.format(.nan) == "nan")
+        #expect(DecimalText.format(-.infinity) == "-inf")
+    }
+
+    @Test func collectionBehaviour() {
+        #expect(parameters.count == 9)
+        #expect(parameters[0] == QueryParameter(name: "lhs", value: "2"))
+        #expect(parameters.contains("flag"))
+        #expect(!parameters.contains("FLAG"))
+        #expect(parameters.first("types") == "water, grass")
+        #expect(parameters.all("types") == ["water, grass", "fire", ""])
+        #expect(QueryParameters().isEmpty)
+    }
+}
