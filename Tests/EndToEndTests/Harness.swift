@@ -1,0 +1,633 @@
+// A small harness for end-to-end tests: it runs the BUILT `xcallback`
+// binary (posix_spawn, pipes, a hard timeout that kills the child) with the
+// BUILT sample plug-ins copied into private temporary directories.
+//
+// Every wait is bounded. Nothing sleeps where an event exists: output and
+// exit are waited for on a condition; only FIFO and socket readiness (which
+// have no event to wait on from outside the host) are polled with short,
+// bounded waits.
+
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+// MARK: - Errors
+
+/// A harness failure with a message meant for people.
+struct HarnessError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+// MARK: - Built products
+
+/// The directory the test runner was built into holds `xcallback` and the
+/// sample plug-ins (`swift test` builds them: they are part of its plan).
+enum Products {
+    static let directory: String = {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        let path = count > 0
+            ? String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            : CommandLine.arguments[0]
+        return String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
+    }()
+
+    static var xcallback: String { directory + "/xcallback" }
+
+    /// The sample plug-ins, by product name.
+    static let pluginNames = ["Alert", "Calculator", "Faulty", "Pokedex"]
+
+    static func plugin(_ name: String) -> String { directory + "/lib\(name).so" }
+
+    /// Throws a clear message when the products are missing.
+    static func require() throws {
+        var missing: [String] = []
+        if access(xcallback, X_OK) != 0 { missing.append(xcallback) }
+        for name in pluginNames where access(plugin(name), R_OK) != 0 { missing.append(plugin(name)) }
+        if !missing.isEmpty {
+            throw HarnessError("""
+                built products not found next to the test runner: \(missing.joined(separator: ", ")). \
+                Run `swift build` (it builds the xcallback executable and the lib*.so sample plug-ins) \
+                and then the tests again.
+                """)
+        }
+    }
+}
+
+// MARK: - Temporary directories
+
+/// A private temporary directory (mode 0700), removed when released.
+/// Each test makes its own: tests run in parallel.
+final class Scratch: @unchecked Sendable {
+    let path: String
+
+    init() throws {
+        try Products.require()
+        var template = Array("/tmp/xcb-e2e-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else {
+            throw HarnessError("mkdtemp failed: \(String(cString: strerror(errno)))")
+        }
+        path = String(cString: made)
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(atPath: path)
+    }
+
+    func file(_ name: String) -> String { path + "/" + name }
+
+    /// A fresh plug-in directory (mode 0755) holding COPIES (mode 0755) of
+    /// the named sample plug-ins.
+    func pluginDirectory(_ names: [String] = Products.pluginNames, name: String = "plugins") throws -> String {
+        let directory = file(name)
+        guard mkdir(directory, 0o755) == 0 else {
+            throw HarnessError("mkdir \(directory): \(String(cString: strerror(errno)))")
+        }
+        chmod(directory, 0o755)  // whatever the umask
+        for plugin in names {
+            let destination = directory + "/lib\(plugin).so"
+            try FileManager.default.copyItem(atPath: Products.plugin(plugin), toPath: destination)
+            chmod(destination, 0o755)
+        }
+        return directory
+    }
+}
+
+// MARK: - Exit status
+
+enum ExitStatus: Equatable, CustomStringConvertible, Sendable {
+    case exited(Int32)
+    case signaled(Int32)
+
+    init(waitStatus status: Int32) {
+        // WIFEXITED / WEXITSTATUS / WTERMSIG, spelled out (they are macros).
+        let signal = status & 0x7f
+        if signal == 0 {
+            self = .exited((status >> 8) & 0xff)
+        } else {
+            self = .signaled(signal)
+        }
+    }
+
+    var description: String {
+        switch self {
+        case .exited(let code): "exit status \(code)"
+        case .signaled(let signal): "killed by signal \(signal)"
+        }
+    }
+
+    var isSuccess: Bool { self == .exited(0) }
+}
+
+// MARK: - Child processes
+
+/// What the reader and waiter threads share with the test (they do not
+/// retain the ChildProcess, so dropping it kills a child still running).
+private final class ChildState: @unchecked Sendable {
+    let condition = NSCondition()
+    var stdoutBytes: [UInt8] = []
+    var stderrBytes: [UInt8] = []
+    var stdoutDone = false
+    var stderrDone = false
+    var status: ExitStatus?
+
+    /// Waits until `predicate` holds (called under the lock), or the deadline.
+    func wait(timeout: Double, until predicate: () -> Bool) -> Bool {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        condition.lock()
+        defer { condition.unlock() }
+        while !predicate() {
+            if !condition.wait(until: deadline) { return predicate() }
+        }
+        return true
+    }
+
+    func locked<T>(_ body: () -> T) -> T {
+        condition.lock()
+        defer { condition.unlock() }
+        return body()
+    }
+
+    func update(_ body: () -> Void) {
+        condition.lock()
+        body()
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    var stdoutLineCount: Int { stdoutBytes.lazy.filter { $0 == UInt8(ascii: "\n") }.count }
+}
+
+/// One spawned child with its stdin (optional), stdout and stderr.
+///
+/// Two reader threads collect stdout and stderr; a waiter thread reaps the
+/// child. Everything else waits on one condition with a deadline. A child
+/// still running when its ChildProcess is released is killed (SIGKILL).
+final class ChildProcess: @unchecked Sendable {
+    enum Input {
+        /// /dev/null.
+        case null
+        /// These bytes, then end of file (written from a thread).
+        case bytes([UInt8])
+        /// A pipe the test writes with `write(_:)` and ends with `closeInput()`.
+        case pipe
+        /// A file opened for reading.
+        case file(String)
+    }
+
+    let pid: pid_t
+    let commandLine: String
+    private let state = ChildState()
+    private let inputLock = NSLock()
+    private var inputDescriptor: Int32 = -1
+
+    /// pipe2(2): both ends close-on-exec from the start, so a child spawned
+    /// by a parallel test never inherits them (Glibc's module hides it
+    /// behind _GNU_SOURCE).
+    private static let pipe2: @convention(c) (UnsafeMutablePointer<Int32>, Int32) -> Int32 = {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "pipe2") else {  // RTLD_DEFAULT
+            fatalError("pipe2 not found")
+        }
+        return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<Int32>, Int32) -> Int32).self)
+    }()
+
+    private static let ignoreSIGPIPE: Void = {
+        // Writing to a child that already exited must fail with EPIPE, not
+        // kill the test runner.
+        signal(SIGPIPE, SIG_IGN)
+    }()
+
+    /// Spawns `executable` (the built `xcallback` by default).
+    /// - Parameter closeStdoutAfterLines: the harness closes its end of the
+    ///   child's stdout once it has read this many lines (a reader that goes
+    ///   away early, like `| head -n N`).
+    init(_ arguments: [String], executable: String = Products.xcallback, stdin: Input = .null,
+         environment: [String: String]? = nil, closeStdoutAfterLines: Int? = nil) throws {
+        _ = Self.ignoreSIGPIPE
+        commandLine = ([executable] + arguments).joined(separator: " ")
+
+        func makePipe() throws -> (read: Int32, write: Int32) {
+            var ends: [Int32] = [-1, -1]
+            guard Self.pipe2(&ends, O_CLOEXEC) == 0 else {
+                throw HarnessError("pipe2: \(String(cString: strerror(errno)))")
+            }
+            return (ends[0], ends[1])
+        }
+
+        // The child's end of stdin.
+        let childStdin: Int32
+        var stdinBytes: [UInt8]? = nil
+        var parentStdin: Int32 = -1
+        switch stdin {
+        case .null:
+            childStdin = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        case .file(let path):
+            childStdin = open(path, O_RDONLY | O_CLOEXEC)
+        case .bytes(let bytes):
+            let ends = try makePipe()
+            childStdin = ends.read
+            parentStdin = ends.write
+            stdinBytes = bytes
+        case .pipe:
+            let ends = try makePipe()
+            childStdin = ends.read
+            parentStdin = ends.write
+        }
+        guard childStdin >= 0 else { throw HarnessError("cannot open the child's stdin: \(String(cString: strerror(errno)))") }
+        let out = try makePipe()
+        let err = try makePipe()
+
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, childStdin, 0)
+        posix_spawn_file_actions_adddup2(&actions, out.write, 1)
+        posix_spawn_file_actions_adddup2(&actions, err.write, 2)
+
+        // A clean signal state: nothing blocked, default dispositions (the
+        // runner ignores SIGPIPE, and ignored signals survive exec).
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var mask = sigset_t()
+        sigemptyset(&mask)
+        posix_spawnattr_setsigmask(&attributes, &mask)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGCHLD] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+        var environmentEntries: [String] = []
+        if let environment {
+            environmentEntries = environment.map { "\($0.key)=\($0.value)" }
+        } else {
+            // The runner's environment, minus anything that would point the
+            // host at other plug-ins.
+            for (key, value) in ProcessInfo.processInfo.environment where key != "XCALLBACK_PLUGIN_PATH" {
+                environmentEntries.append("\(key)=\(value)")
+            }
+        }
+        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
+        let envp: [UnsafeMutablePointer<CChar>?] = environmentEntries.map { strdup($0) } + [nil]
+        defer {
+            for pointer in argv { free(pointer) }
+            for pointer in envp { free(pointer) }
+        }
+        var child: pid_t = 0
+        let spawned = posix_spawn(&child, executable, &actions, &attributes, argv, envp)
+        close(childStdin)
+        close(out.write)
+        close(err.write)
+        guard spawned == 0 else {
+            close(out.read)
+            close(err.read)
+            if parentStdin >= 0 { close(parentStdin) }
+            throw HarnessError("posix_spawn \(executable): \(String(cString: strerror(spawned)))")
+        }
+        pid = child
+        let reaped = child
+        Self.startReader(out.read, state: state, isStdout: true, closeAfterLines: closeStdoutAfterLines)
+        Self.startReader(err.read, state: state, isStdout: false, closeAfterLines: nil)
+        Thread.detachNewThread { [state] in
+            var raw: Int32 = 0
+            while waitpid(reaped, &raw, 0) < 0 && errno == EINTR {}
+            state.update { state.status = ExitStatus(waitStatus: raw) }
+        }
+        if let stdinBytes {
+            // The writer thread owns this end and closes it.
+            let writeEnd = parentStdin
+            Thread.detachNewThread {
+                _ = Self.writeAll(writeEnd, stdinBytes)
+                close(writeEnd)
+            }
+        } else {
+            inputDescriptor = parentStdin
+        }
+    }
+
+    deinit {
+        // A test that failed half-way must not leave a host running.
+        if state.locked({ state.status == nil }) { kill(pid, SIGKILL) }
+        if inputDescriptor >= 0 { close(inputDescriptor) }
+    }
+
+    private static func startReader(_ descriptor: Int32, state: ChildState, isStdout: Bool, closeAfterLines: Int?) {
+        Thread.detachNewThread {
+            var chunk = [UInt8](repeating: 0, count: 65_536)
+            var lines = 0
+            while true {
+                let count = read(descriptor, &chunk, chunk.count)
+                if count < 0 && errno == EINTR { continue }
+                if count <= 0 { break }
+                state.update {
+                    if isStdout { state.stdoutBytes.append(contentsOf: chunk[0..<count]) } else { state.stderrBytes.append(contentsOf: chunk[0..<count]) }
+                }
+                if let limit = closeAfterLines {
+                    lines += chunk[0..<count].lazy.filter { $0 == UInt8(ascii: "\n") }.count
+                    if lines >= limit { break }
+                }
+            }
+            close(descriptor)
+            state.update { if isStdout { state.stdoutDone = true } else { state.stderrDone = true } }
+        }
+    }
+
+    private static func writeAll(_ descriptor: Int32, _ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let written = Glibc.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    return false
+                }
+                offset += written
+            }
+            return true
+        }
+    }
+
+    // MARK: stdin
+
+    /// Writes to the child's stdin pipe (`.pipe` only).
+    @discardableResult
+    func write(_ bytes: [UInt8]) -> Bool {
+        inputLock.lock()
+        defer { inputLock.unlock() }
+        precondition(inputDescriptor >= 0, "stdin is not an open pipe")
+        return Self.writeAll(inputDescriptor, bytes)
+    }
+
+    @discardableResult
+    func write(_ text: String) -> Bool { write(Array(text.utf8)) }
+
+    /// Ends the child's stdin (EOF).
+    func closeInput() {
+        inputLock.lock()
+        defer { inputLock.unlock() }
+        if inputDescriptor >= 0 {
+            close(inputDescriptor)
+            inputDescriptor = -1
+        }
+    }
+
+    // MARK: signals and waiting
+
+    /// Sends `signal` unless the child was already reaped (its pid may be reused).
+    func send(signal: Int32) {
+        state.condition.lock()
+        defer { state.condition.unlock() }
+        if state.status == nil { kill(pid, signal) }
+    }
+
+    /// Whether the child has exited (without waiting).
+    var hasExited: Bool { state.locked { state.status != nil } }
+
+    /// Waits for the child to exit. Past `timeout` seconds the child is
+    /// killed (SIGKILL), an issue is recorded, and the signal status returned.
+    @discardableResult
+    func waitForExit(timeout: Double = 20, sourceLocation: SourceLocation = #_sourceLocation) -> ExitStatus {
+        if !state.wait(timeout: timeout, until: { state.status != nil }) {
+            send(signal: SIGKILL)
+            Issue.record("\(commandLine) did not exit within \(timeout) s; killed it", sourceLocation: sourceLocation)
+            _ = state.wait(timeout: 10, until: { state.status != nil })
+        }
+        // The pipes reach EOF when the child (and anything it started) is gone.
+        _ = state.wait(timeout: 5, until: { state.stdoutDone && state.stderrDone })
+        return state.locked { state.status ?? .signaled(SIGKILL) }
+    }
+
+    /// Waits until stdout holds at least `count` complete lines; false on
+    /// timeout, or when stdout ended with fewer.
+    func waitForStdoutLines(_ count: Int, timeout: Double = 10) -> Bool {
+        _ = state.wait(timeout: timeout) { state.stdoutLineCount >= count || state.stdoutDone }
+        return state.locked { state.stdoutLineCount >= count }
+    }
+
+    /// Waits until the harness's end of stdout is closed (EOF from the
+    /// child, or `closeStdoutAfterLines` reached); false on timeout.
+    func waitForStdoutClosed(timeout: Double = 10) -> Bool {
+        state.wait(timeout: timeout) { state.stdoutDone }
+    }
+
+    /// Waits until stderr contains `text`; false on timeout.
+    func waitForStderr(containing text: String, timeout: Double = 10) -> Bool {
+        state.wait(timeout: timeout) { String(decoding: state.stderrBytes, as: UTF8.self).contains(text) }
+    }
+
+    // MARK: output
+
+    var stdout: String { state.locked { String(decoding: state.stdoutBytes, as: UTF8.self) } }
+    var stderr: String { state.locked { String(decoding: state.stderrBytes, as: UTF8.self) } }
+
+    /// stdout split into lines (without the terminators; a last unterminated piece too).
+    var stdoutLines: [String] { Self.lines(stdout) }
+
+    static func lines(_ text: String) -> [String] {
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        if lines.last == "" { lines.removeLast() }
+        return lines
+    }
+}
+
+/// What a finished run left behind.
+struct RunResult: Sendable {
+    let status: ExitStatus
+    let stdout: String
+    let stderr: String
+    let seconds: Double
+
+    var lines: [String] { ChildProcess.lines(stdout) }
+
+    /// The stdout lines parsed as `jsonl` records.
+    func records() throws -> [Record] {
+        try lines.map { try Record(jsonLine: $0) }
+    }
+}
+
+/// Runs `xcallback ARGUMENTS` with `input` on stdin until it exits (killed
+/// past `timeout` seconds).
+func xcallback(_ arguments: [String], input: [UInt8]? = nil, timeout: Double = 20,
+               sourceLocation: SourceLocation = #_sourceLocation) throws -> RunResult {
+    let start = Date()
+    let child = try ChildProcess(arguments, stdin: input.map { .bytes($0) } ?? .null)
+    let status = child.waitForExit(timeout: timeout, sourceLocation: sourceLocation)
+    return RunResult(status: status, stdout: child.stdout, stderr: child.stderr,
+                     seconds: Date().timeIntervalSince(start))
+}
+
+func xcallback(_ arguments: [String], lines: [String], timeout: Double = 20,
+               sourceLocation: SourceLocation = #_sourceLocation) throws -> RunResult {
+    try xcallback(arguments, input: Array(lines.map { $0 + "\n" }.joined().utf8), timeout: timeout,
+                  sourceLocation: sourceLocation)
+}
+
+// MARK: - Records
+
+/// One `jsonl` outcome record.
+struct Record: Equatable, Sendable, CustomStringConvertible {
+    var input: String?
+    var outcome: String
+    var params: [String: String]
+    var callback: String?
+
+    init(jsonLine: String) throws {
+        guard let data = jsonLine.data(using: .utf8),
+              let object = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+            throw HarnessError("not a JSON object: \(jsonLine)")
+        }
+        guard let outcome = object["outcome"] as? String else { throw HarnessError("no outcome: \(jsonLine)") }
+        guard let params = object["params"] as? [String: Any] else { throw HarnessError("no params object: \(jsonLine)") }
+        guard object.keys.contains("input"), object.keys.contains("callback") else {
+            throw HarnessError("input or callback missing: \(jsonLine)")
+        }
+        self.outcome = outcome
+        self.input = object["input"] as? String
+        self.callback = object["callback"] as? String
+        var strings: [String: String] = [:]
+        for (key, value) in params {
+            guard let text = value as? String else { throw HarnessError("param \(key) is not a string: \(jsonLine)") }
+            strings[key] = text
+        }
+        self.params = strings
+    }
+
+    var errorCode: String? { params["errorCode"] }
+    var errorDomain: String? { params["errorDomain"] }
+
+    var description: String {
+        "{input: \(input.map { "\"\($0)\"" } ?? "null"), outcome: \(outcome), params: \(params), callback: \(callback ?? "null")}"
+    }
+}
+
+// MARK: - FIFO and socket helpers
+
+/// Waits until a host has the FIFO at `path` open for reading (a
+/// non-blocking open for writing then succeeds). Polls: there is no event.
+func waitForFIFOReader(_ path: String, timeout: Double = 10, host: ChildProcess? = nil) -> Bool {
+    let deadline = Date(timeIntervalSinceNow: timeout)
+    while Date() < deadline {
+        let descriptor = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
+        if descriptor >= 0 {
+            close(descriptor)
+            return true
+        }
+        if host?.hasExited == true { return false }
+        usleep(10_000)
+    }
+    return false
+}
+
+/// A connected Unix stream socket, or nil.
+func connectUnixSocket(_ path: String) -> Int32? {
+    let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    guard descriptor >= 0 else { return nil }
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    let bytes = Array(path.utf8)
+    guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+        close(descriptor)
+        return nil
+    }
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in
+        for (index, byte) in bytes.enumerated() { raw[index] = byte }
+        raw[bytes.count] = 0
+    }
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+        }
+    }
+    guard connected == 0 else {
+        close(descriptor)
+        return nil
+    }
+    return descriptor
+}
+
+/// Waits until a host accepts connections on the socket at `path`. Polls:
+/// there is no event. The probe connection sends nothing and closes.
+func waitForSocketListener(_ path: String, timeout: Double = 10, host: ChildProcess? = nil) -> Bool {
+    let deadline = Date(timeIntervalSinceNow: timeout)
+    while Date() < deadline {
+        if let descriptor = connectUnixSocket(path) {
+            close(descriptor)
+            return true
+        }
+        if host?.hasExited == true { return false }
+        usleep(10_000)
+    }
+    return false
+}
+
+/// Sends `lines` on one connection, ends the write side, and reads
+/// everything the host answers until it closes (bounded by `timeout`).
+func exchangeOverSocket(_ path: String, lines: [String], timeout: Double = 10) throws -> [String] {
+    guard let descriptor = connectUnixSocket(path) else { throw HarnessError("cannot connect to \(path)") }
+    defer { close(descriptor) }
+    let bytes = Array(lines.map { $0 + "\n" }.joined().utf8)
+    let sent = bytes.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    guard sent == bytes.count else { throw HarnessError("short send to \(path)") }
+    shutdown(descriptor, Int32(SHUT_WR))
+    var received: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 65_536)
+    let deadline = Date(timeIntervalSinceNow: timeout)
+    while true {
+        let remaining = Int32(max(0, deadline.timeIntervalSinceNow * 1000))
+        var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        let ready = poll(&poller, 1, remaining)
+        if ready < 0 && errno == EINTR { continue }
+        guard ready > 0 else { throw HarnessError("no answer from \(path) within \(timeout) s; got \(received.count) bytes") }
+        let count = read(descriptor, &chunk, chunk.count)
+        if count < 0 && errno == EINTR { continue }
+        if count <= 0 { break }
+        received.append(contentsOf: chunk[0..<count])
+    }
+    return ChildProcess.lines(String(decoding: received, as: UTF8.self))
+}
+
+// MARK: - URL helpers
+
+/// Percent-encodes everything but RFC 3986 unreserved bytes (what the host
+/// does for outcome parameters).
+func percentEncoded(_ text: String) -> String {
+    var result = ""
+    for byte in text.utf8 {
+        switch byte {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+             UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."),
+             UInt8(ascii: "_"), UInt8(ascii: "~"):
+            result.unicodeScalars.append(Unicode.Scalar(byte))
+        default:
+            result += "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
+        }
+    }
+    return result
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
+}
+
+/// Splits a `url`-format record (`success?a=1&b=2`, `app://x?a=1#f`) into
+/// its parameters, percent-decoded, in order.
+func recordParameters(_ record: String) -> [(name: String, value: String)] {
+    guard let question = record.firstIndex(of: "?") else { return [] }
+    var query = record[record.index(after: question)...]
+    if let hash = query.firstIndex(of: "#") { query = query[..<hash] }
+    return query.split(separator: "&").map { pair in
+        let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+        let name = String(parts[0]).removingPercentEncoding ?? String(parts[0])
+        let value = parts.count > 1 ? (String(parts[1]).removingPercentEncoding ?? String(parts[1])) : ""
+        return (name, value)
+    }
+}

@@ -1,0 +1,180 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// SPEC section 4, `--isolation process`: a plug-in's failure is an error
+/// outcome, never the host's end, and nothing is lost or replayed.
+@Suite("Process isolation", .serialized)
+struct IsolationTests {
+    /// A host on a pipe, answering in jsonl; `ask` sends one line and waits
+    /// for its record, so each request reaches the worker alone.
+    final class Session: @unchecked Sendable {
+        let fixture: HostFixture
+        let host: ChildProcess
+        private var answered = 0
+
+        init(_ plugins: [String] = Products.pluginNames, arguments: [String] = []) throws {
+            fixture = try HostFixture(plugins, isolation: "process")
+            host = try fixture.start(["--output", "jsonl"] + arguments, stdin: .pipe)
+        }
+
+        func ask(_ line: String, timeout: Double = 10) throws -> Record {
+            #expect(host.write(line + "\n"))
+            answered += 1
+            try #require(host.waitForStdoutLines(answered, timeout: timeout),
+                         "no record for \(line) within \(timeout) s; stderr: \(host.stderr)")
+            return try Record(jsonLine: host.stdoutLines[answered - 1])
+        }
+
+        /// Ends input; the host must exit 0 and leave no worker behind.
+        func finish() throws {
+            let workers = childProcesses(of: host.pid)
+            host.closeInput()
+            #expect(host.waitForExit(timeout: 15) == .exited(0), "stderr: \(host.stderr)")
+            #expect(!looksLikeACrash(host.stderr.replacingOccurrences(of: "on purpose", with: "")))
+            for worker in workers {
+                #expect(waitUntilGone(worker, timeout: 5), "worker \(worker) outlived the host")
+            }
+        }
+    }
+
+    @Test("crash, abort and exit are PluginCrashed with the signal or status; the next request succeeds",
+          .timeLimit(.minutes(1)))
+    func crashesBecomeOutcomes() throws {
+        let session = try Session(["Faulty", "Calculator"])
+        let expectations = [("crash", "SIGSEGV"), ("abort", "SIGABRT"), ("exit", "status 3")]
+        for (action, mention) in expectations {
+            let crashed = try session.ask("faulty://x-callback-url/\(action)")
+            #expect(crashed.outcome == "error")
+            #expect(crashed.errorCode == "PluginCrashed", "\(crashed)")
+            #expect(crashed.errorDomain == "xcallback")
+            #expect(crashed.params["errorMessage"]?.contains(mention) == true, "\(crashed)")
+            // The worker is restarted: the same plug-in answers again.
+            let after = try session.ask("faulty://x-callback-url/fail")
+            #expect(after.errorCode == "Failed", "\(after)")
+            #expect(try session.ask("calc://x-callback-url/add?lhs=1&rhs=2").params["result"] == "3")
+        }
+        try session.finish()
+    }
+
+    @Test("a crash loop disables the plug-in (PluginUnavailable); the others keep answering",
+          .timeLimit(.minutes(1)))
+    func crashLoopIsQuarantined() throws {
+        let session = try Session(["Faulty", "Calculator"], arguments: ["--restart-limit", "2", "--restart-window", "60"])
+        var codes: [String] = []
+        for _ in 0..<4 {
+            codes.append(try session.ask("faulty://x-callback-url/crash").errorCode ?? "-")
+        }
+        #expect(codes == ["PluginCrashed", "PluginCrashed", "PluginCrashed", "PluginUnavailable"], "\(codes)")
+        let disabled = try session.ask("faulty://x-callback-url/fail")
+        #expect(disabled.errorCode == "PluginUnavailable")
+        #expect(disabled.params["errorMessage"]?.contains("disabled") == true)
+        #expect(try session.ask("calc://x-callback-url/add?lhs=2&rhs=2").params["result"] == "4")
+        // SIGHUP reloads: the plug-in answers again.
+        session.host.send(signal: SIGHUP)
+        var answer = try session.ask("faulty://x-callback-url/fail")
+        let deadline = Date(timeIntervalSinceNow: 5)
+        while answer.errorCode == "PluginUnavailable" && Date() < deadline {
+            answer = try session.ask("faulty://x-callback-url/fail")
+        }
+        #expect(answer.errorCode == "Failed", "\(answer)")
+        try session.finish()
+    }
+
+    @Test("hang and never are Timeout in bounded time, distinct from PluginCrashed", .timeLimit(.minutes(1)))
+    func hangsAreTimeouts() throws {
+        let session = try Session(["Faulty"], arguments: ["--timeout", "1"])
+        for action in ["hang", "never"] {
+            let start = Date()
+            let record = try session.ask("faulty://x-callback-url/\(action)", timeout: 6)
+            #expect(record.errorCode == "Timeout", "\(action): \(record)")
+            #expect(Date().timeIntervalSince(start) < 5, "\(action) took \(Date().timeIntervalSince(start)) s")
+            // A hung worker is replaced; the plug-in keeps answering.
+            #expect(try session.ask("faulty://x-callback-url/fail").errorCode == "Failed")
+        }
+        try session.finish()
+    }
+
+    @Test("whatever a plug-in prints never reaches stdout", .timeLimit(.minutes(1)))
+    func noiseStaysOffStdout() throws {
+        let fixture = try HostFixture(["Faulty"], isolation: "process")
+        let result = try fixture.run(lines: ["faulty://x-callback-url/noise"])
+        #expect(result.status == .exited(0))
+        #expect(result.lines == ["success"], "stdout: \(result.stdout)")
+        #expect(result.stderr.contains("noise on stdout"))
+    }
+
+    @Test("thousands of mixed requests with crashes: one record each, nothing lost", .timeLimit(.minutes(2)))
+    func mixedRunLosesNothing() throws {
+        let fixture = try HostFixture(["Faulty", "Calculator", "Pokedex"], isolation: "process")
+        var lines: [String] = []
+        var kinds: [String: String] = [:]
+        for index in 0..<3000 {
+            let line: String
+            switch index % 100 {
+            case 17, 58: line = "faulty://x-callback-url/crash?n=\(index)"
+            case 31: line = "faulty://x-callback-url/fail?n=\(index)"
+            case 44: line = "pokedex://pokemons/\(index % 151 + 1)?n=\(index)"
+            default: line = "calc://x-callback-url/add?lhs=\(index)&rhs=1"
+            }
+            lines.append(line)
+            kinds[line] = String(line.prefix(while: { $0 != ":" }))
+        }
+        let result = try fixture.run(["--output", "jsonl", "--restart-limit", "1000"], lines: lines, timeout: 90)
+        #expect(result.status == .exited(0), "stderr tail: \(result.stderr.suffix(500))")
+        let records = try result.records()
+        #expect(records.count == lines.count)
+        #expect(Set(records.compactMap(\.input)) == Set(lines), "every line answered once")
+        for record in records {
+            switch kinds[record.input ?? ""] {
+            case "calc", "pokedex":
+                #expect(record.outcome == "success", "\(record)")
+            case "faulty":
+                let crash = record.input?.contains("/crash") == true
+                let allowed: Set<String> = crash ? ["PluginCrashed"] : ["Failed", "PluginCrashed"]
+                #expect(allowed.contains(record.errorCode ?? ""), "\(record)")
+            default:
+                Issue.record("unexpected record \(record)")
+            }
+        }
+    }
+
+    @Test("workers die with the host, even when it is killed with SIGKILL", .timeLimit(.minutes(1)))
+    func noOrphansAfterSIGKILL() throws {
+        let session = try Session(["Faulty", "Calculator"])
+        #expect(try session.ask("calc://x-callback-url/add?lhs=1&rhs=1").params["result"] == "2")
+        let workers = childProcesses(of: session.host.pid)
+        #expect(workers.count == 2, "workers: \(workers)")
+        session.host.send(signal: SIGKILL)
+        _ = session.host.waitForExit(timeout: 10)
+        for worker in workers {
+            #expect(waitUntilGone(worker, timeout: 5), "worker \(worker) outlived a SIGKILLed host")
+        }
+    }
+}
+
+/// Direct children of `parent`, from /proc.
+func childProcesses(of parent: pid_t) -> [pid_t] {
+    let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+    return entries.compactMap { Int32($0) }.filter { pid in
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return false }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        return fields.count > 2 && Int32(fields[1]) == parent
+    }
+}
+
+/// Waits until `pid` no longer exists (or is a zombie nobody reaps yet).
+/// Polls /proc: there is no event for another process's exit here.
+func waitUntilGone(_ pid: pid_t, timeout: Double) -> Bool {
+    let deadline = Date(timeIntervalSinceNow: timeout)
+    repeat {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return true }
+        if let close = stat.lastIndex(of: ")"), stat[stat.index(after: close)...].hasPrefix(" Z") { return true }
+        usleep(20_000)
+    } while Date() < deadline
+    return false
+}

@@ -1,0 +1,125 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// SPEC section 3: `plugins`, `routes`, `check`.
+@Suite("plugins, routes and check")
+struct ListingTests {
+    static let expectedRoutes: [String: Int] = ["alert": 1, "calculator": 4, "faulty": 10, "pokedex": 2]
+
+    @Test("plugins lists every file with status, name, version, ABI and route count")
+    func plugins() throws {
+        let host = try HostFixture()
+        let text = try xcallback(["plugins", "--plugins", host.plugins])
+        #expect(text.status == .exited(0))
+        #expect(text.lines.count == 4)
+        for (name, count) in Self.expectedRoutes {
+            #expect(text.lines.contains { $0.hasPrefix("loaded") && $0.contains(" \(name) ") && $0.contains("\(count) routes") },
+                    "\(name): \(text.stdout)")
+        }
+
+        let json = try xcallback(["plugins", "--plugins", host.plugins, "--json"])
+        #expect(json.status == .exited(0))
+        let objects = try json.lines.map { try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
+        #expect(objects.count == 4)
+        var routes: [String: Int] = [:]
+        for object in objects {
+            #expect(object["status"] as? String == "loaded")
+            #expect((object["path"] as? String)?.hasPrefix(host.plugins + "/lib") == true)
+            #expect(object["version"] as? String == "1.0.0")
+            #expect((object["abi"] as? String)?.hasPrefix("1.") == true)
+            if let name = object["name"] as? String { routes[name] = object["routes"] as? Int }
+        }
+        #expect(routes == Self.expectedRoutes)
+    }
+
+    @Test("plugins shows a file that is not a plug-in as rejected, with the reason")
+    func pluginsRejected() throws {
+        let host = try HostFixture(["Calculator"])
+        let bogus = host.plugins + "/libBogus.so"
+        try Data("not an ELF file\n".utf8).write(to: URL(fileURLWithPath: bogus))
+        chmod(bogus, 0o755)
+        let text = try xcallback(["plugins", "--plugins", host.plugins])
+        #expect(text.status == .exited(0))
+        #expect(text.lines.count == 2)
+        #expect(text.lines.contains { $0.hasPrefix("rejected") && $0.contains(bogus) }, "\(text.stdout)")
+        // The host runs with the good one and says why it skipped the other.
+        let run = try host.run(lines: ["calc://x-callback-url/add?lhs=1&rhs=1"])
+        #expect(run.status == .exited(0))
+        #expect(run.lines == ["success?result=2"])
+        #expect(run.stderr.contains(bogus), "stderr: \(run.stderr)")
+    }
+
+    @Test("routes prints the route table: pattern → plug-in")
+    func routes() throws {
+        let host = try HostFixture()
+        let text = try xcallback(["routes", "--plugins", host.plugins])
+        #expect(text.status == .exited(0))
+        for line in ["calc://x-callback-url/add → calculator", "calc://x-callback-url/divide → calculator",
+                     "myapp://alert/show → alert", "faulty://x-callback-url/hang → faulty",
+                     "pokedex://pokemons/:pokedexID → pokedex", "pokedex://pokemons → pokedex"] {
+            #expect(text.lines.contains(line), "\(line) missing from \(text.stdout)")
+        }
+        #expect(text.lines.count == 17)
+
+        let json = try xcallback(["routes", "--plugins", host.plugins, "--json"])
+        let objects = try json.lines.map { try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: String]) }
+        #expect(objects.count == 17)
+        #expect(objects.contains(["pattern": "pokedex://pokemons/:pokedexID", "plugin": "pokedex"]))
+    }
+
+    @Test("check on a valid plug-in: exit 0 and its routes")
+    func checkValid() throws {
+        let scratch = try Scratch()
+        let plugins = try scratch.pluginDirectory(["Calculator"])
+        let result = try xcallback(["check", plugins + "/libCalculator.so"])
+        #expect(result.status == .exited(0), "stderr: \(result.stderr)")
+        for action in ["add", "subtract", "multiply", "divide"] {
+            #expect(result.lines.contains("calc://x-callback-url/\(action)"), "\(result.stdout)")
+        }
+        #expect(result.lines.first?.contains("calculator") == true)
+    }
+
+    /// The path of the libm the runner itself uses.
+    static func libmPath() throws -> String {
+        // /proc files report size 0: read them to the end by hand.
+        var bytes: [UInt8] = []
+        let descriptor = open("/proc/self/maps", O_RDONLY | O_CLOEXEC)
+        if dlopen("libm.so.6", RTLD_NOW) != nil, descriptor >= 0 {
+            var chunk = [UInt8](repeating: 0, count: 65_536)
+            while true {
+                let count = read(descriptor, &chunk, chunk.count)
+                if count <= 0 { break }
+                bytes += chunk[0..<count]
+            }
+        }
+        if descriptor >= 0 { close(descriptor) }
+        let maps = String(decoding: bytes, as: UTF8.self)
+        guard let line = maps.split(separator: "\n").first(where: { $0.hasSuffix("/libm.so.6") }),
+              let slash = line.firstIndex(of: "/") else {
+            throw HarnessError("cannot find libm.so.6")
+        }
+        return String(line[slash...])
+    }
+
+    @Test("check on files that are not plug-ins: non-zero and a one-line reason naming the file")
+    func checkInvalid() throws {
+        let scratch = try Scratch()
+        let text = scratch.file("text.so")
+        try Data("hello\n".utf8).write(to: URL(fileURLWithPath: text))
+        let empty = scratch.file("empty.so")
+        try Data().write(to: URL(fileURLWithPath: empty))
+        for file in [try Self.libmPath(), text, empty, scratch.file("missing.so"), scratch.path] {
+            let result = try xcallback(["check", file], timeout: 10)
+            #expect(result.status != .exited(0), "\(file)")
+            #expect(result.status != .signaled(SIGKILL), "\(file)")
+            let lines = ChildProcess.lines(result.stderr).filter { !$0.trimmingCharacters(in: .whitespaces).isEmpty }
+            #expect(lines.count == 1, "\(file): stderr was \(result.stderr)")
+            #expect(result.stderr.contains(file), "\(file): stderr was \(result.stderr)")
+            #expect(result.stdout.isEmpty, "\(file): stdout was \(result.stdout)")
+        }
+    }
+}
