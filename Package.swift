@@ -25,6 +25,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
+        .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
     ],
     targets: [
         .target(name: "XCallbackURL"),
@@ -46,6 +47,8 @@ let package = Package(
                 "CXCallback", "CHostSupport", "CFFI", "XCallbackURL", "XCallbackRouting",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
+                // Binding manifests (`.xcallback.toml`).
+                .product(name: "TOMLKit", package: "TOMLKit"),
             ]
         ),
         .executableTarget(
@@ -70,6 +73,13 @@ let package = Package(
             dependencies: ["XCallbackHost", "XCallbackURL", "CXCallback"]
         ),
         .testTarget(name: "EndToEndTests", dependencies: ["xcallback"]),
+        .testTarget(
+            name: "FFITests",
+            dependencies: [
+                "XCallbackHost", "XCallbackURL", "XCallbackRouting",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

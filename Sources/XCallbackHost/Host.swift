@@ -285,6 +285,9 @@ public final class Host: Sendable {
     /// Waits for every record the loop owes; after a stop request, only for
     /// the grace period, then answers `Timeout` for what is left.
     private func drain(_ loop: InputLoop) {
+        if loop.droppedPartialLine {
+            logger.warning("stopped while a line was still being written; that unterminated line was not run")
+        }
         let owed = loop.lineCount
         if stopSignal.isRaised {
             let grace = configuration.gracePeriod.components

@@ -70,6 +70,14 @@ struct CallCommand: ParsableCommand {
 
     @Argument(help: "The request URL.") var url: String
 
+    func validate() throws {
+        // One request, one record: a newline would smuggle in a second
+        // request whose outcome `call` never reads.
+        if url.utf8.contains(UInt8(ascii: "\n")) || url.utf8.contains(UInt8(ascii: "\r")) {
+            throw ValidationError("a URL cannot contain a line break")
+        }
+    }
+
     func run() throws {
         let path = socket ?? Environment.defaultSocket
         signal(SIGPIPE, SIG_IGN)

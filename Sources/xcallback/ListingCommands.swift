@@ -55,8 +55,14 @@ struct RoutesCommand: ParsableCommand {
     func run() throws {
         for status in try probeAll(plugins) where status.isLoaded {
             for route in status.routes {
+                // Routes that call bound functions show their C declaration.
+                let signature = status.signature(of: route)
                 if json {
-                    print(JSONText.object([("pattern", .string(route.text)), ("plugin", .string(status.info!.name))]))
+                    var fields: [(String, JSONText.Value)] = [("pattern", .string(route.text)), ("plugin", .string(status.info!.name))]
+                    if let signature { fields.append(("signature", .string(signature))) }
+                    print(JSONText.object(fields))
+                } else if let signature {
+                    print("\(route.text) → \(status.info!.name)  \(signature)")
                 } else {
                     print("\(route.text) → \(status.info!.name)")
                 }
@@ -71,7 +77,7 @@ struct CheckCommand: ParsableCommand {
         abstract: "Validate one plug-in file without running a host.",
         discussion: "Exit 0 and its routes when valid; non-zero and a one-line reason when not.")
 
-    @Argument(help: "The plug-in file (.so).") var file: String
+    @Argument(help: "The plug-in file (.so, or a .xcallback.toml binding manifest).") var file: String
     @Flag(name: .customLong("allow-insecure-plugins"), help: "Skip the ownership and permission checks.")
     var allowInsecure = false
 
@@ -81,7 +87,13 @@ struct CheckCommand: ParsableCommand {
             throw Failure.exit(status.error?.description ?? "\(file): not a valid plug-in")
         }
         print("\(info.name) \(info.version) (ABI \(info.abiMajor).\(info.abiMinor))")
-        for route in status.routes { print(route.text) }
+        for route in status.routes {
+            if let signature = status.signature(of: route) {
+                print("\(route.text)  \(signature)")
+            } else {
+                print(route.text)
+            }
+        }
     }
 }
 

@@ -1,5 +1,5 @@
 /*
- * xcallback.h — the plug-in ABI of xcallback, version 1.
+ * xcallback.h — the plug-in ABI of xcallback, version 1.1.
  *
  * This header is the whole contract between the xcallback host and a plug-in.
  * A plug-in is a shared library that exports two C functions:
@@ -28,6 +28,15 @@
  * refuses a plug-in built against a newer minor than its own. A plug-in that
  * wants a function added in minor N checks `api->abi_minor >= N` first.
  *
+ *   1.0  registration, request accessors, completion, log
+ *   1.1  register_function: typed function actions called through libffi
+ *
+ * A plug-in built against 1.0 loads into a 1.1 host unchanged. XCALLBACK_PLUGIN
+ * stamps the descriptor with the header's minor (1.1 here), which a 1.0 host
+ * refuses; a plug-in that must also load into 1.0 hosts fills its descriptor
+ * with abi_minor 0 by hand and checks `api->abi_minor` before calling any
+ * 1.1 function.
+ *
  * Threads and lifetimes
  * ---------------------
  * Handlers are called on host threads, possibly several at once. A handler
@@ -52,7 +61,7 @@ extern "C" {
 /** 'X' 'C' 'B' '1': the first field of every descriptor. */
 #define XCALLBACK_ABI_MAGIC 0x58434231u
 #define XCALLBACK_ABI_MAJOR 1
-#define XCALLBACK_ABI_MINOR 0
+#define XCALLBACK_ABI_MINOR 1
 
 #define XCALLBACK_DESCRIPTOR_SYMBOL "xcallback_plugin_descriptor"
 #define XCALLBACK_REGISTER_SYMBOL "xcallback_plugin_register"
@@ -141,7 +150,10 @@ enum {
     XCALLBACK_ERR_BAD_PATTERN = -2,       /* route pattern does not parse */
     XCALLBACK_ERR_ROUTE_CONFLICT = -3,    /* another plug-in owns this route */
     XCALLBACK_ERR_NOT_REGISTERING = -4,   /* registration outside xcallback_plugin_register */
-    XCALLBACK_ERR_ALREADY_COMPLETED = -5  /* reply completed before, or unknown token */
+    XCALLBACK_ERR_ALREADY_COMPLETED = -5, /* reply completed before, or unknown token */
+    XCALLBACK_ERR_BAD_DECLARATION = -6    /* (1.1) register_function: the C declaration does not
+                                             parse or uses an unsupported type; the host logs
+                                             the line, column and reason */
 };
 
 /** Log levels for xcallback_host_api.log. */
@@ -200,9 +212,10 @@ typedef struct xcallback_host_api {
     size_t (*request_parameter_count)(const xcallback_request *request);
     /** Name of parameter `index`, or NULL past the end. */
     const char *(*request_parameter_name)(const xcallback_request *request, size_t index);
-    /** Decoded value of parameter `index`, or NULL past the end. A value may
-     *  hold NUL bytes (`%00`): `length`, when not NULL, receives its size;
-     *  `value[length]` is always a terminating NUL. */
+    /** Decoded value of parameter `index`, or NULL past the end. A value
+     *  never holds a NUL byte (the host answers a line with `%00` InvalidURL),
+     *  so it is a plain C string; `length`, when not NULL, receives its size
+     *  in bytes, and `value[length]` is the terminating NUL. */
     const char *(*request_parameter_value)(const xcallback_request *request, size_t index,
                                            size_t *length);
     /** First value of parameter `name`, or NULL when absent. */
@@ -228,6 +241,47 @@ typedef struct xcallback_host_api {
     /** Writes one line to the host's log (stderr), tagged with the plug-in.
      *  Callable from any thread, at any time while the plug-in is loaded. */
     void (*log)(xcallback_plugin *plugin, int level, const char *message);
+
+    /* --- ABI 1.1: typed function actions, only during xcallback_plugin_register --- */
+
+    /**
+     * Since ABI 1.1: present only when `api->abi_minor >= 1`; check that
+     * first (a 1.0 host's table ends before this field).
+     *
+     * Registers a plain C function as the handler of route `pattern` (a
+     * pattern as for register_pattern, e.g. "calc://x-callback-url/add").
+     * `declaration` is the function's C signature with named parameters:
+     *
+     *     double add(double lhs, double rhs)
+     *
+     * The names are the URL parameter names (a route argument `:name` of the
+     * same name is used first). For each request the host converts those
+     * values to the declared C types, calls `function` through libffi, and
+     * answers success with the return value as `result_name` (NULL means
+     * "result"; a void function answers success with no parameter). A value
+     * that is missing or does not convert (an integer outside the declared
+     * width included) is a ParameterError in domain "xcallback", and the
+     * function is not called. The plug-in writes no URL or reply code.
+     *
+     * Types: int8_t ... int64_t, uint8_t ... uint64_t, char, signed char,
+     * unsigned char, short, int, long, long long and their unsigned forms,
+     * size_t, ssize_t, intptr_t, uintptr_t, ptrdiff_t, float, double,
+     * bool/_Bool (accepts true/false, 1/0, yes/no), const char * (a
+     * NUL-terminated copy, valid during the call only; as a return value,
+     * copied, never freed; NULL gives no result parameter), and void as a
+     * return type or as (void). Other pointers, structs, unions, enums,
+     * arrays, function pointers, long double and variadic functions are
+     * refused. The function must have exactly the declared signature: the
+     * host cannot check it. It runs on host threads, possibly several at once.
+     *
+     * Returns XCALLBACK_OK, XCALLBACK_ERR_INVALID_ARGUMENT (a NULL argument,
+     * or an empty result_name), XCALLBACK_ERR_BAD_DECLARATION,
+     * XCALLBACK_ERR_BAD_PATTERN, XCALLBACK_ERR_ROUTE_CONFLICT or
+     * XCALLBACK_ERR_NOT_REGISTERING.
+     */
+    int (*register_function)(xcallback_plugin *plugin, const char *pattern,
+                             const char *declaration, void (*function)(void),
+                             const char *result_name /* NULL = "result" */);
 
     /* Functions added in later minors are appended here, never above. */
 } xcallback_host_api;

@@ -54,6 +54,26 @@ enum HostAPI {
                 try RoutePattern(String(cString: pattern))
             }, handler: handler, userData: userData)
         }
+        api.register_function = { plugin, pattern, declaration, function, resultName in
+            guard let handle = PluginHandle.from(plugin), let pattern, let declaration, let function else {
+                return Int32(XCALLBACK_ERR_INVALID_ARGUMENT)
+            }
+            let result = resultName.map { String(cString: $0) }
+            if result?.isEmpty == true { return Int32(XCALLBACK_ERR_INVALID_ARGUMENT) }
+            let text = String(cString: declaration)
+            let bound: BoundFunction
+            do {
+                let parsed = try CDeclaration(parsing: text)
+                bound = try BoundFunction(declaration: parsed, address: unsafeBitCast(function, to: UnsafeRawPointer.self),
+                                          resultName: result)
+            } catch {
+                handle.logger.error("refused function \"\(text)\": \(error)")
+                return Int32(XCALLBACK_ERR_BAD_DECLARATION)
+            }
+            return handle.register({ () throws(RoutePatternError) in
+                try RoutePattern(String(cString: pattern))
+            }, .bound(bound))
+        }
 
         api.request_url = { NativeRequest.from($0)?.url }
         api.request_scheme = { NativeRequest.from($0)?.scheme }

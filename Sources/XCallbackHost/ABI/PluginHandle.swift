@@ -14,7 +14,7 @@ struct NativeHandler: @unchecked Sendable {
 /// One route a plug-in registered, in registration order.
 struct Registration: Sendable {
     let pattern: RoutePattern
-    let handler: NativeHandler
+    let handler: RouteHandler
 }
 
 /// The host's side of `xcallback_plugin *`: who the plug-in is, and what it
@@ -60,10 +60,16 @@ final class PluginHandle: Sendable {
     func beginRegistration() { state.withLock { $0.registering = true } }
     func endRegistration() { state.withLock { $0.registering = false } }
 
-    /// Adds a route on behalf of the plug-in; returns an `XCALLBACK_*` status.
+    /// Adds a route with a C handler on behalf of the plug-in; returns an
+    /// `XCALLBACK_*` status.
     func register(_ makePattern: () throws(RoutePatternError) -> RoutePattern,
                   handler: xcallback_handler?, userData: UnsafeMutableRawPointer?) -> Int32 {
         guard let handler else { return Int32(XCALLBACK_ERR_INVALID_ARGUMENT) }
+        return register(makePattern, .native(NativeHandler(function: handler, userData: userData)))
+    }
+
+    /// Adds a route on behalf of the plug-in; returns an `XCALLBACK_*` status.
+    func register(_ makePattern: () throws(RoutePatternError) -> RoutePattern, _ handler: RouteHandler) -> Int32 {
         let pattern: RoutePattern
         do {
             pattern = try makePattern()
@@ -82,7 +88,7 @@ final class PluginHandle: Sendable {
             if state.registrations.contains(where: { $0.pattern == pattern }) {
                 logger.warning("route \(pattern) registered twice; the first registration wins, the second is reached only when the first declines")
             }
-            state.registrations.append(Registration(pattern: pattern, handler: NativeHandler(function: handler, userData: userData)))
+            state.registrations.append(Registration(pattern: pattern, handler: handler))
             return Int32(XCALLBACK_OK)
         }
     }

@@ -52,13 +52,42 @@ final class Dispatcher: Sendable {
                                     outcome: HostError.invalidURL(error.message), callback: nil))
             return
         }
+        // A callback the host could never deliver to is refused up front,
+        // before any plug-in acts on the request.
+        for (name, callback) in [("x-success", url.successURL), ("x-error", url.errorURL), ("x-cancel", url.cancelURL)] {
+            if let callback, !Self.hasScheme(callback) {
+                let message = "\(name) is not a URL with a scheme: '\(callback.prefix(200))'"
+                sink.emit(OutcomeRecord(sequence: sequence, input: input, outcome: HostError.invalidURL(message), callback: nil))
+                return
+            }
+        }
         start(url, text: String(decoding: line, as: UTF8.self), input: input, hop: 0, sequence: sequence, sink: sink)
     }
 
-    /// Answers a line the reader had to cut because it was too long.
-    func rejectOverlong(byteCount: Int, sequence: UInt64, sink: OutputSink) {
+    /// RFC 3986: ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ) ":".
+    static func hasScheme(_ url: String) -> Bool {
+        var sawLetter = false
+        for byte in url.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"):
+                sawLetter = true
+            case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."):
+                guard sawLetter else { return false }
+            case UInt8(ascii: ":"):
+                return sawLetter
+            default:
+                return false
+            }
+        }
+        return false
+    }
+
+    /// Answers a line the reader had to cut because it was too long; its
+    /// `jsonl` input is the line's beginning and an ellipsis.
+    func rejectOverlong(byteCount: Int, prefix: [UInt8], sequence: UInt64, sink: OutputSink) {
         let message = "line is longer than the limit of \(limits.maxLineBytes) bytes (\(byteCount) bytes read)"
-        sink.emit(OutcomeRecord(sequence: sequence, input: "", outcome: HostError.invalidURL(message), callback: nil))
+        let input = keepsInput ? String(decoding: prefix, as: UTF8.self) + "…" : ""
+        sink.emit(OutcomeRecord(sequence: sequence, input: input, outcome: HostError.invalidURL(message), callback: nil))
     }
 
     private func start(_ url: RequestURL, text: String, input: String, hop: Int, sequence: UInt64, sink: OutputSink) {

@@ -15,10 +15,15 @@ final class InProcessEndpoint: PluginEndpoint, PathIdentified {
     var path: String { plugin.info.path }
 
     func invoke(handler index: Int, request: RequestFields, call: HandlerCall) {
-        let handler = plugin.registrations[index].handler
-        let native = NativeRequest(request)
-        let reply = HostAPI.replies.open(request: native, plugin: plugin.name, deliver: call.deliver)
-        call.whenAbandoned { HostAPI.replies.expire(reply) }
-        handler.function(native.opaque, reply, handler.userData)
+        switch plugin.registrations[index].handler {
+        case .native(let handler):
+            let native = NativeRequest(request)
+            let reply = HostAPI.replies.open(request: native, plugin: plugin.name, deliver: call.deliver)
+            call.whenAbandoned { HostAPI.replies.expire(reply) }
+            handler.function(native.opaque, reply, handler.userData)
+        case .bound(let function):
+            // Completes before it returns: no reply token, nothing to abandon.
+            call.deliver(.outcome(function.call(request)))
+        }
     }
 }

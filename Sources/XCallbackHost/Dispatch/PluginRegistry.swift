@@ -8,14 +8,24 @@ public struct PluginStatus: Sendable {
     public var info: PluginInfo?
     public var routes: [RoutePattern]
     public var error: PluginLoadError?
+    /// The C declarations of routes that call bound functions (typed
+    /// function actions, manifests), by route text; absent for C handlers.
+    public var signatures: [String: String]
 
     public var isLoaded: Bool { error == nil && info != nil }
 
-    public init(path: String, info: PluginInfo?, routes: [RoutePattern], error: PluginLoadError?) {
+    public init(path: String, info: PluginInfo?, routes: [RoutePattern], error: PluginLoadError?,
+                signatures: [String: String] = [:]) {
         self.path = path
         self.info = info
         self.routes = routes
         self.error = error
+        self.signatures = signatures
+    }
+
+    /// The C declaration behind `route`, when it calls a bound function.
+    public func signature(of route: RoutePattern) -> String? {
+        signatures[route.text]
     }
 }
 

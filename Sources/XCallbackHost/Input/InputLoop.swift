@@ -15,6 +15,7 @@ final class InputLoop: Sendable {
         self.sink = sink
         let counter = dispatched
         let box = UncheckedReader(reader)
+        self.reader = box
         loop = HandoffLoop(
             read: { [counter, sink] in
                 let sent = counter.value.load(ordering: .relaxed)
@@ -29,14 +30,19 @@ final class InputLoop: Sendable {
                 switch line {
                 case .text(let bytes):
                     dispatcher.submit(line: bytes, sequence: sequence, sink: sink)
-                case .overlong(let byteCount):
-                    dispatcher.rejectOverlong(byteCount: byteCount, sequence: sequence, sink: sink)
+                case .overlong(let byteCount, let prefix):
+                    dispatcher.rejectOverlong(byteCount: byteCount, prefix: prefix, sequence: sequence, sink: sink)
                 }
             },
             watchdog: watchdog)
     }
 
+    private let reader: UncheckedReader
+
     func start() { loop.start() }
+
+    /// Whether a stop dropped a line its writer had not finished.
+    var droppedPartialLine: Bool { reader.reader.droppedPartialLine }
     func waitUntilInputEnds() { loop.waitUntilInputEnds() }
 
     /// Counted lines so far: the records the sink owes.

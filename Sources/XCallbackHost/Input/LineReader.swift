@@ -11,8 +11,13 @@ import Musl
 final class LineReader {
     enum Line {
         case text(UnsafeBufferPointer<UInt8>)
-        case overlong(byteCount: Int)
+        /// A line past the limit: its length, and its first bytes (for the
+        /// `jsonl` record's `input`).
+        case overlong(byteCount: Int, prefix: [UInt8])
     }
+
+    /// Bytes of an over-long line kept for its record.
+    static let overlongPrefixBytes = 256
 
     private let descriptor: Int32
     private let wake: Int32?
@@ -22,8 +27,19 @@ final class LineReader {
     private var start = 0
     private var end = 0
     private var atEndOfInput = false
-    /// Bytes of an over-long line seen so far, while skipping it.
-    private var skipping: Int?
+    /// Reading stopped on request (SIGINT/SIGTERM), not at end of input.
+    private var stopped = false
+    /// An over-long line being skipped to its end.
+    private var skipping: Skipping?
+
+    private struct Skipping {
+        var byteCount: Int
+        var prefix: [UInt8]
+        /// Whether any non-blank byte was seen yet (a blank line is never a
+        /// request, however long); and whether the first one was `#`.
+        var sawText: Bool
+        var isComment: Bool
+    }
 
     /// `wake` becomes readable when the host wants reading to stop.
     init(descriptor: Int32, wake: Int32?, maxLineBytes: Int) {
@@ -45,9 +61,12 @@ final class LineReader {
                 return finalLine()
             }
             beforeBlocking()
-            guard fill() else {
+            switch fill() {
+            case .data: continue
+            case .endOfInput: atEndOfInput = true
+            case .stopped:
                 atEndOfInput = true
-                continue
+                stopped = true
             }
         }
     }
@@ -55,47 +74,90 @@ final class LineReader {
     private func nextBufferedLine() -> Line? {
         while start < end {
             guard let newline = memchr(buffer + start, 0x0A, end - start) else {
-                if let seen = skipping {
-                    skipping = seen + (end - start)
-                    start = end
-                } else if end - start > maxLineBytes {
-                    skipping = end - start
+                // No line end yet: past the limit, start (or go on) skipping.
+                if skipping != nil || end - start > maxLineBytes + 1 {
+                    skip(UnsafeBufferPointer(start: buffer + start, count: end - start))
                     start = end
                 }
                 return nil
             }
             let lineEnd = buffer.distance(to: newline.assumingMemoryBound(to: UInt8.self))
-            let lineStart = start
+            let piece = UnsafeBufferPointer(start: buffer + start, count: lineEnd - start)
             start = lineEnd + 1
-            if let seen = skipping {
-                skipping = nil
-                return .overlong(byteCount: seen + (lineEnd - lineStart))
+            if skipping != nil {
+                skip(piece)
+                if let line = finishSkipping() { return line }
+                continue
             }
-            if lineEnd - lineStart > maxLineBytes {
-                return .overlong(byteCount: lineEnd - lineStart)
-            }
-            if let line = Self.trimmed(UnsafeBufferPointer(start: buffer + lineStart, count: lineEnd - lineStart)) {
-                return .text(line)
-            }
+            if let line = classify(piece) { return line }
         }
         return nil
     }
 
-    /// The last line of an input that does not end in a newline.
+    /// A complete line (terminator removed): a request, an over-long line,
+    /// or nothing (blank or comment).
+    private func classify(_ raw: UnsafeBufferPointer<UInt8>) -> Line? {
+        // The CR of a CRLF ending is part of the terminator, not the line.
+        let count = raw.last == 0x0D ? raw.count - 1 : raw.count
+        let line = UnsafeBufferPointer(rebasing: raw[0..<count])
+        guard let trimmed = Self.trimmed(line) else { return nil }
+        if line.count > maxLineBytes {
+            return .overlong(byteCount: line.count, prefix: Array(trimmed.prefix(Self.overlongPrefixBytes)))
+        }
+        return .text(trimmed)
+    }
+
+    private func skip(_ bytes: UnsafeBufferPointer<UInt8>) {
+        var state = skipping ?? Skipping(byteCount: 0, prefix: [], sawText: false, isComment: false)
+        if !state.sawText, let first = bytes.first(where: { !Self.isSpace($0) }) {
+            state.sawText = true
+            state.isComment = first == UInt8(ascii: "#")
+        }
+        if state.sawText && state.prefix.count < Self.overlongPrefixBytes {
+            let text = state.prefix.isEmpty ? Array(bytes.drop(while: Self.isSpace)) : Array(bytes)
+            state.prefix += text.prefix(Self.overlongPrefixBytes - state.prefix.count)
+        }
+        state.byteCount += bytes.count
+        skipping = state
+    }
+
+    private func finishSkipping() -> Line? {
+        guard let state = skipping else { return nil }
+        skipping = nil
+        guard state.sawText, !state.isComment else { return nil }
+        return .overlong(byteCount: state.byteCount, prefix: state.prefix)
+    }
+
+    /// The last line of an input that does not end in a newline. When
+    /// reading was stopped by a signal, an unterminated line may be a
+    /// request still being written: it is dropped, not run half-written.
     private func finalLine() -> Line? {
-        if let seen = skipping {
-            skipping = nil
-            return .overlong(byteCount: seen + (end - start))
+        if stopped {
+            if skipping != nil || start < end {
+                skipping = nil
+                start = end
+                droppedPartialLine = true
+            }
+            return nil
+        }
+        if skipping != nil {
+            if start < end { skip(UnsafeBufferPointer(start: buffer + start, count: end - start)) }
+            start = end
+            return finishSkipping()
         }
         guard start < end else { return nil }
         let line = UnsafeBufferPointer(start: buffer + start, count: end - start)
         start = end
-        if line.count > maxLineBytes { return .overlong(byteCount: line.count) }
-        return Self.trimmed(line).map(Line.text) ?? nil
+        return classify(line)
     }
 
-    /// Reads more input; false at end of input or when told to stop.
-    private func fill() -> Bool {
+    /// Set when a stop dropped an unterminated line (the host logs it).
+    private(set) var droppedPartialLine = false
+
+    private enum Fill { case data, endOfInput, stopped }
+
+    /// Reads more input.
+    private func fill() -> Fill {
         if start > 0 {
             if start < end { memmove(buffer, buffer + start, end - start) }
             end -= start
@@ -108,18 +170,18 @@ final class LineReader {
                 let ready = poll(&fds, 2, -1)
                 if ready < 0 {
                     if errno == EINTR { continue }
-                    return false
+                    return .endOfInput
                 }
-                if fds[1].revents != 0 { return false }
+                if fds[1].revents != 0 { return .stopped }
             }
             let count = read(descriptor, buffer + end, capacity - end)
             if count < 0 {
                 if errno == EINTR || errno == EAGAIN { continue }
-                return false
+                return .endOfInput
             }
-            if count == 0 { return false }
+            if count == 0 { return .endOfInput }
             end += count
-            return true
+            return .data
         }
     }
 

@@ -27,8 +27,9 @@ public struct PluginDiscovery: Sendable {
         public var unreadableDirectories: [String] = []
     }
 
-    /// Suffixes the host treats as plug-ins.
-    public static let suffixes = [".so"]
+    /// Suffixes the host treats as plug-ins: shared libraries, and binding
+    /// manifests (`NAME.xcallback.toml`, see ``BindingManifest``).
+    public static let suffixes = [".so", BindingManifest.suffix]
 
     public func scan() -> Scan {
         var scan = Scan()

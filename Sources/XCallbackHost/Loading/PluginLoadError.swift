@@ -16,6 +16,9 @@ public struct PluginLoadError: Error, Sendable, Equatable, CustomStringConvertib
         case duplicateName(String)
         /// The plug-in crashed while being loaded or checked (child process).
         case crashed(String)
+        /// A binding manifest (`.xcallback.toml`) is malformed, or its
+        /// library or one of its functions cannot be bound; says which and why.
+        case badManifest(String)
         case other(String)
     }
 
@@ -38,6 +41,7 @@ public struct PluginLoadError: Error, Sendable, Equatable, CustomStringConvertib
         case .notRegularFile: return "\(path): not a regular file"
         case .duplicateName(let other): return "\(path): a plug-in with the same name is already loaded from \(other)"
         case .crashed(let how): return "\(path): crashed while loading (\(how))"
+        case .badManifest(let message): return "\(path): binding manifest: \(message)"
         case .other(let message): return "\(path): \(message)"
         }
     }

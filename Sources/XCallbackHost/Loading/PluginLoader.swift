@@ -37,6 +37,9 @@ public final class LoadedPlugin: Sendable {
 
     public var name: String { info.name }
     public var routes: [RoutePattern] { registrations.map(\.pattern) }
+    /// For each route (in the order of ``routes``), the C declaration of
+    /// its bound function, or nil for a C handler.
+    public var signatures: [CDeclaration?] { registrations.map { $0.handler.boundFunction?.declaration } }
 
     /// Calls the plug-in's optional shutdown hook.
     func shutdown() {
@@ -52,18 +55,33 @@ public struct PluginLoader: Sendable {
         self.logger = logger
     }
 
-    /// Opens `path`, validates its descriptor, and runs its registration.
+    /// Opens `path`, validates its descriptor, and runs its registration;
+    /// or, for a binding manifest (`.xcallback.toml`), binds the functions it
+    /// declares (see ``loadManifest(_:conflictOwner:)``).
     /// `conflictOwner` answers whether another plug-in owns a route of the
     /// same shape (the existing owner keeps it).
     public func load(
         _ path: String,
         conflictOwner: @escaping @Sendable (RoutePattern) -> String? = { _ in nil }
     ) throws(PluginLoadError) -> LoadedPlugin {
+        if path.hasSuffix(BindingManifest.suffix) {
+            return try loadManifest(path, conflictOwner: conflictOwner)
+        }
         // RTLD_NOW: an unresolved symbol fails here, not mid-request.
         // RTLD_LOCAL: plug-ins cannot see (or clash with) each other's symbols.
         // Never RTLD_DEEPBIND: it breaks the shared Swift runtime and libc.
-        guard let library = dlopen(path, RTLD_NOW | RTLD_LOCAL) else {
-            throw PluginLoadError(path: path, reason: .cannotOpen(Self.dlerrorMessage()))
+        // A name without a slash is a file here (`xcallback check hello.so`),
+        // not a request to search the library path.
+        let file: String
+        switch SharedLibraryFile.openForLoading(path.contains("/") ? path : "./" + path) {
+        case .success(let name): file = name
+        case .failure(let failure): throw PluginLoadError(path: path, reason: .cannotOpen(failure.message))
+        }
+        guard let library = dlopen(file, RTLD_NOW | RTLD_LOCAL) else {
+            // dlerror names the file we passed (/proc/self/fd/N); the error names the path.
+            let message = Self.dlerrorMessage()
+            let detail = message.hasPrefix(file + ": ") ? String(message.dropFirst(file.count + 2)) : message
+            throw PluginLoadError(path: path, reason: .cannotOpen(detail))
         }
         let info = try Self.readDescriptor(library, path: path)
         guard let registerSymbol = dlsym(library, XCALLBACK_REGISTER_SYMBOL) else {

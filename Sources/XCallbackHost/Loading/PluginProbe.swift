@@ -18,7 +18,13 @@ public enum PluginProbe {
     public static let subcommand = "__probe"
 
     /// Probes `path` with the executable at `executable`.
-    public static func probe(_ path: String, executable: String, allowInsecure: Bool) -> PluginStatus {
+    /// The probe is killed, and the file refused, past this many seconds: a
+    /// constructor or registration that never returns must not hang
+    /// `xcallback check` or a rescan.
+    public static let timeLimit: Int32 = 10
+
+    public static func probe(_ path: String, executable: String, allowInsecure: Bool,
+                             timeLimit: Int32 = PluginProbe.timeLimit) -> PluginStatus {
         if case .failure(let error) = FileSecurity(allowInsecure: allowInsecure).check(file: path) {
             return PluginStatus(path: path, info: nil, routes: [], error: error)
         }
@@ -34,16 +40,22 @@ public enum PluginProbe {
         let arguments: [UnsafeMutablePointer<CChar>?] = [strdup(executable), strdup(subcommand), strdup(path), nil]
         defer { arguments.forEach { free($0) } }
         var pid = pid_t()
-        let status = posix_spawn(&pid, executable, &actions, nil, arguments, environ)
+        let status = ChildEnvironment.withEnvironment {
+            posix_spawn(&pid, executable, &actions, nil, arguments, $0)
+        }
         close(output[1])
         guard status == 0 else {
             close(output[0])
             return failed(path, .other("cannot start the probe: \(String(cString: strerror(status)))"))
         }
-        let text = readAll(output[0])
+        let text = readAll(output[0], deadline: MonotonicClock.now + UInt64(timeLimit) * 1_000_000_000)
         close(output[0])
-        var waitStatus: Int32 = 0
-        while waitpid(pid, &waitStatus, 0) < 0 && errno == EINTR {}
+        guard let text else {
+            kill(pid, SIGKILL)
+            _ = WorkerExit.wait(for: pid)
+            return failed(path, .other("did not finish loading within \(timeLimit) s (a constructor or registration that never returns?)"))
+        }
+        let waitStatus = WorkerExit.wait(for: pid).status
         if waitStatus & 0x7F != 0 {
             let signal = waitStatus & 0x7F
             return failed(path, .crashed("signal \(signal), \(signalName(signal))"))
@@ -62,6 +74,11 @@ public enum PluginProbe {
             let info = plugin.info
             lines.append(["plugin", info.name, info.version, "\(info.abiMajor).\(info.abiMinor)", info.summary].map(escape).joined(separator: "\t"))
             for route in plugin.routes { lines.append("route\t" + escape(route.text)) }
+            // A separate line kind, after the routes: a reader that does not
+            // know it skips it (unknown kinds are ignored).
+            for (route, signature) in zip(plugin.routes, plugin.signatures) {
+                if let signature { lines.append(["signature", route.text, signature.description].map(escape).joined(separator: "\t")) }
+            }
         } catch {
             lines.append(["error", encode(error.reason), escape(error.description)].joined(separator: "\t"))
         }
@@ -81,6 +98,8 @@ public enum PluginProbe {
                                          abiMajor: abi.first ?? 0, abiMinor: abi.dropFirst().first ?? 0)
             case "route" where fields.count == 2:
                 if let pattern = try? RoutePattern(fields[1]) { status.routes.append(pattern) }
+            case "signature" where fields.count == 3:
+                status.signatures[fields[1]] = fields[2]
             case "error" where fields.count == 3:
                 status.error = PluginLoadError(path: path, reason: decode(fields[1], message: fields[2], path: path))
             default:
@@ -104,6 +123,7 @@ public enum PluginProbe {
         case .notAPlugin: return "notAPlugin"
         case .badDescriptor: return "badDescriptor"
         case .registrationFailed: return "registrationFailed"
+        case .badManifest: return "badManifest"
         default: return "other"
         }
     }
@@ -112,7 +132,13 @@ public enum PluginProbe {
         // Keep the child's full wording; strip the path it already carries.
         let prefix = path + ": "
         let text = message.hasPrefix(prefix) ? String(message.dropFirst(prefix.count)) : message
-        return kind == "notAPlugin" ? .notAPlugin : .other(text)
+        switch kind {
+        case "notAPlugin": return .notAPlugin
+        case "badManifest":
+            let manifestPrefix = "binding manifest: "
+            return .badManifest(text.hasPrefix(manifestPrefix) ? String(text.dropFirst(manifestPrefix.count)) : text)
+        default: return .other(text)
+        }
     }
 
     private static func escape(_ text: String) -> String {
@@ -136,10 +162,17 @@ public enum PluginProbe {
         return result
     }
 
-    static func readAll(_ descriptor: Int32) -> String {
+    /// Everything until end of file; nil if `deadline` passes first.
+    static func readAll(_ descriptor: Int32, deadline: UInt64) -> String? {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
         while true {
+            let now = MonotonicClock.now
+            guard now < deadline else { return nil }
+            var ready = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            let waited = poll(&ready, 1, Int32((deadline - now) / 1_000_000) + 1)
+            if waited < 0 && errno == EINTR { continue }
+            if waited == 0 { continue }
             let count = read(descriptor, &chunk, chunk.count)
             if count < 0 && errno == EINTR { continue }
             if count <= 0 { break }

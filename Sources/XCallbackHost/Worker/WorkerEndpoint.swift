@@ -115,23 +115,29 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
         let message = "the worker of plug-in '\(pluginName)' \(exit) while the request was in flight"
         for call in owed { call.deliver(.outcome(HostError.crashed(message))) }
         let now = MonotonicClock.now
-        let next = state.withLock { state -> Duration? in
-            guard state.current === worker else { return nil }  // a retired worker ended as planned
+        enum Next { case nothing, restart(Duration), giveUp }
+        let next = state.withLock { state -> Next in
+            // A retired worker (hung, replaced or removed) ended as planned;
+            // requests waiting for its successor are not its business.
+            guard state.current === worker else { return .nothing }
             state.current = nil
-            if state.stopped { return nil }
+            if state.stopped { return .giveUp }
             state.crashTimes.append(now)
             state.crashTimes.removeAll { now &- $0 > policy.window.nanoseconds }
             if state.crashTimes.count > policy.limit {
                 state.disabledReason = "plug-in '\(pluginName)' crashed \(state.crashTimes.count) times within \(policy.window) and is disabled until it is reloaded (SIGHUP) or its file changes"
                 logger.error("\(state.disabledReason!)")
-                return nil
+                return .giveUp
             }
-            return policy.delay(afterCrashes: state.crashTimes.count)
+            return .restart(policy.delay(afterCrashes: state.crashTimes.count))
         }
-        if let next {
-            logger.warning("worker of plug-in '\(pluginName)' \(exit); restarting in \(next)")
-            scheduleStart(after: next)
-        } else {
+        switch next {
+        case .nothing:
+            break
+        case .restart(let delay):
+            logger.warning("worker of plug-in '\(pluginName)' \(exit); restarting in \(delay)")
+            scheduleStart(after: delay)
+        case .giveUp:
             failWaiting()
         }
     }

@@ -5,12 +5,10 @@ import Testing
 import Glibc
 #endif
 
-/// Host bugs and SPEC deviations found by the end-to-end tests. Each test
-/// states the contract; `withKnownIssue` keeps the suite green until the
-/// host is fixed, and fails ("known issue was not recorded") once it is, so
-/// the wrapper can be removed. Slow or host-killing ones are disabled.
-@Suite("Known host issues")
-struct KnownIssueTests {
+/// Edge cases of line input that the end-to-end tests first found as host
+/// bugs; each is now the contract.
+@Suite("Line input edge cases")
+struct LineEdgeTests {
     @Test("an over-long comment or blank line is still skipped: no record (SPEC 2: every non-blank, non-comment line)")
     func overlongCommentIsSkipped() throws {
         let host = try HostFixture(["Calculator"])
@@ -19,9 +17,7 @@ struct KnownIssueTests {
         input += Array("calc://x-callback-url/add?lhs=1&rhs=2\n".utf8)
         let result = try host.run(["--max-line-bytes", "64"], input: input)
         #expect(result.status == .exited(0))
-        withKnownIssue("bug: LineReader applies --max-line-bytes before it recognises comments and blank lines, so each gives an InvalidURL record") {
-            #expect(result.lines == ["success?result=3"])
-        }
+        #expect(result.lines == ["success?result=3"])
     }
 
     @Test("a CRLF line is measured without its CR: the same line fits the limit with LF or CRLF")
@@ -32,9 +28,7 @@ struct KnownIssueTests {
         let lf = try host.run(["--max-line-bytes", "64"], input: line + [10])
         #expect(lf.lines == ["success?result=3"])
         let crlf = try host.run(["--max-line-bytes", "64"], input: line + [13, 10])
-        withKnownIssue("bug: the CR of a CRLF terminator counts towards --max-line-bytes; the line is InvalidURL (65 bytes read)") {
-            #expect(crlf.lines == ["success?result=3"])
-        }
+        #expect(crlf.lines == ["success?result=3"])
     }
 
     @Test("call refuses a URL holding a newline, as send does (it would be two requests)", .timeLimit(.minutes(1)))
@@ -45,10 +39,8 @@ struct KnownIssueTests {
         try #require(waitForSocketListener(socketPath, host: child))
         let result = try xcallback(["call", "--socket", socketPath,
                                     "calc://x-callback-url/add?lhs=1&rhs=1\ncalc://x-callback-url/divide?lhs=1&rhs=0"])
-        withKnownIssue("bug: call sends both lines, prints the first record only and exits 0; the second request's error is lost") {
-            #expect(result.status != .exited(0))
-            #expect(result.stdout.isEmpty)
-        }
+        #expect(result.status != .exited(0))
+        #expect(result.stdout.isEmpty)
         child.send(signal: SIGTERM)
         #expect(child.waitForExit(timeout: 10) == .exited(0))
     }
@@ -62,9 +54,6 @@ struct KnownIssueTests {
         try #require(child.waitForStdoutLines(1, timeout: 10))
         child.send(signal: SIGTERM)
         #expect(child.waitForExit(timeout: 10) == .exited(0))
-        withKnownIssue("bug: on SIGTERM/SIGINT the reader hands its unterminated buffered bytes on as a final line, so a truncated request runs (here multiply?lhs=1000&rhs=1 → success?result=1000)",
-                       isIntermittent: true) {
-            #expect(child.stdoutLines == ["success?result=3"])
-        }
+        #expect(child.stdoutLines == ["success?result=3"])
     }
 }
