@@ -11,3 +11,9 @@ _Static_assert(offsetof(xcallback_host_api, register_action) == 8,
                "host API: header must fill exactly 8 bytes");
 _Static_assert(sizeof(xcallback_reply) == 8, "reply: one 64-bit token");
 _Static_assert(sizeof(xcallback_param) == 2 * sizeof(void *), "param: two pointers");
+/* Minor versions only append: the 16 functions of 1.0 keep their offsets,
+ * and 1.1's register_function comes right after them. */
+_Static_assert(offsetof(xcallback_host_api, log) == 8 + 15 * sizeof(void *),
+               "host API: the 1.0 table is 16 function pointers");
+_Static_assert(offsetof(xcallback_host_api, register_function) == 8 + 16 * sizeof(void *),
+               "host API: 1.1 appends register_function after every 1.0 function");

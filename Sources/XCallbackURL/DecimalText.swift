@@ -1,15 +1,81 @@
-/// How decimals are written in outcome parameters: integral values without
-/// a fraction (`6`, `1024`), others in Swift's shortest round-trip form
-/// (`6.2`, `0.1`), so results read the way a person would write them.
+/// How decimals are written in outcome parameters: rounded to 15
+/// significant digits, as calculators show them, then without trailing
+/// zeros. So `cbrt(27)` (3.0000000000000004 in binary floating point) is
+/// `3`, `0.1 + 0.2` is `0.3`, `2 + 4.2` is `6.2`; integral values have no
+/// fraction (`1024`); very large or small ones use an exponent (`1e+20`).
+///
+/// Works on the decimal digits of Swift's shortest round-trip form, so it
+/// needs nothing beyond the standard library (no libm).
 public enum DecimalText {
+    /// Significant digits kept: every decimal with 15 digits survives a
+    /// round trip through a Double, so nothing a person typed is lost.
+    public static let significantDigits = 15
+
     public static func format(_ value: Double) -> String {
         if value.isNaN { return "nan" }
         if value.isInfinite { return value < 0 ? "-inf" : "inf" }
-        // Int64 round trip rather than rounded(): the module stays free of libm
-        // (rounded() calls round(), which a stdlib-only executable does not link).
-        if abs(value) < 1e15, Double(Int64(value)) == value {
-            return String(Int64(value))
+        if value == 0 { return "0" }
+        var (digits, exponent) = decimalDigits(of: value.magnitude)
+        if digits.count > significantDigits {
+            let roundUp = digits[significantDigits] >= 5
+            digits.removeSubrange(significantDigits...)
+            if roundUp {
+                var index = digits.count - 1
+                while index >= 0 && digits[index] == 9 {
+                    digits[index] = 0
+                    index -= 1
+                }
+                if index >= 0 {
+                    digits[index] += 1
+                } else {
+                    digits.insert(1, at: 0)
+                    exponent += 1
+                }
+            }
         }
-        return String(value)
+        while digits.count > 1 && digits.last == 0 { digits.removeLast() }
+        return (value < 0 ? "-" : "") + render(digits, exponent)
+    }
+
+    /// The significant digits of `value` (> 0) and the exponent E such that
+    /// value = 0.d1d2d3… × 10^E.
+    private static func decimalDigits(of value: Double) -> ([UInt8], Int) {
+        let text = String(value)  // "3.0000000000000004", "1e-05", "1.5e+20"
+        let parts = text.split(separator: "e", maxSplits: 1)
+        var exponent = parts.count == 2 ? Int(parts[1]) ?? 0 : 0
+        var digits: [UInt8] = []
+        var pointSeen = false
+        var integerDigits = 0
+        for byte in parts[0].utf8 {
+            if byte == UInt8(ascii: ".") {
+                pointSeen = true
+            } else {
+                digits.append(byte &- UInt8(ascii: "0"))
+                if !pointSeen { integerDigits += 1 }
+            }
+        }
+        exponent += integerDigits
+        while digits.first == 0 && digits.count > 1 {
+            digits.removeFirst()
+            exponent -= 1
+        }
+        return (digits, exponent)
+    }
+
+    private static func render(_ digits: [UInt8], _ exponent: Int) -> String {
+        let text = String(decoding: digits.map { $0 + UInt8(ascii: "0") }, as: UTF8.self)
+        switch exponent {
+        case (digits.count)...(significantDigits + 2):
+            return text + String(repeating: "0", count: exponent - digits.count)
+        case 1..<digits.count:
+            let split = text.index(text.startIndex, offsetBy: exponent)
+            return text[..<split] + "." + text[split...]
+        case -5...0:
+            return "0." + String(repeating: "0", count: -exponent) + text
+        default:
+            let mantissa = digits.count == 1 ? text : String(text.prefix(1)) + "." + text.dropFirst()
+            let power = exponent - 1
+            return mantissa + (power < 0 ? "e-" : "e+") + (abs(power) < 10 ? "0" : "") + String(abs(power))
+        }
     }
 }

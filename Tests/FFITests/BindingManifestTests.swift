@@ -28,10 +28,11 @@ struct BindingManifestTests {
     @Test func mathAnswersWithLibm() throws {
         let math = try Driver(path: Repository.mathManifest)
         #expect(try math.result("math://x-callback-url/pow?x=2&y=10") == "1024")
-        #expect(try math.result("math://x-callback-url/pow?x=2&y=0.5") == "1.4142135623730951")
+        #expect(try math.result("math://x-callback-url/pow?x=2&y=0.5") == "1.4142135623731")
         #expect(try math.result("math://x-callback-url/cbrt?x=8") == "2")
         // Whatever this libm says (glibc 2.36 answers 3.0000000000000004 for 27).
-        #expect(try math.result("math://x-callback-url/cbrt?x=27") == DecimalText.format(Foundation.cbrt(27.0)))
+        // glibc's cbrt(27) is 3.0000000000000004; results keep 15 digits.
+        #expect(try math.result("math://x-callback-url/cbrt?x=27") == "3")
         #expect(try math.result("math://x-callback-url/hypot?x=3&y=4") == "5")
         #expect(try math.result("math://x-callback-url/floor?x=-2.5") == "-3")
         #expect(try math.result("math://x-callback-url/fmax?x=-1&y=7.25") == "7.25")
