@@ -91,10 +91,9 @@ final class Dispatcher: Sendable {
     }
 
     private func start(_ url: RequestURL, text: String, input: String, hop: Int, sequence: UInt64, sink: OutputSink) {
-        let candidates = registry.table.matches(scheme: url.scheme, host: url.host, path: url.pathSegments)
         let pending = PendingRequest(
             sequence: sequence, input: input, url: url, urlText: text, hop: hop, sink: sink,
-            deadline: MonotonicClock.now + timeoutNanoseconds, candidates: candidates)
+            deadline: MonotonicClock.now + timeoutNanoseconds, table: registry.table)
         attempt(pending, declinedBy: nil)
     }
 

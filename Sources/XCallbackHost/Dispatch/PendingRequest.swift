@@ -26,13 +26,18 @@ final class PendingRequest: Sendable {
     private struct State: @unchecked Sendable {
         // @unchecked: RouteMatches iterates a value copy of the table; the
         // dispatcher only advances it from the attempt that just declined.
-        var candidates: RouteMatches<RouteTarget>
+        /// The best route, found eagerly (the common case needs no more).
+        var first: RouteMatch<RouteTarget>?
+        /// Every candidate in order, built only when a handler declines.
+        var rest: RouteMatches<RouteTarget>?
+        var table: RouteTable<RouteTarget>
+        var attempts = 0
         var currentCall: HandlerCall?
         var currentPlugin: String?
     }
 
     init(sequence: UInt64, input: String, url: RequestURL, urlText: String, hop: Int,
-         sink: OutputSink, deadline: UInt64, candidates: RouteMatches<RouteTarget>) {
+         sink: OutputSink, deadline: UInt64, table: RouteTable<RouteTarget>) {
         self.sequence = sequence
         self.input = input
         self.url = url
@@ -40,7 +45,8 @@ final class PendingRequest: Sendable {
         self.hop = hop
         self.sink = sink
         self.deadline = deadline
-        self.state = Mutex(State(candidates: candidates))
+        let first = table.firstMatch(scheme: url.scheme, host: url.host, path: url.pathSegments)
+        self.state = Mutex(State(first: first, table: table))
     }
 
     var isFinished: Bool { finished.load(ordering: .acquiring) }
@@ -63,7 +69,18 @@ final class PendingRequest: Sendable {
 
     /// The next route to try, best first.
     func nextCandidate() -> RouteMatch<RouteTarget>? {
-        state.withLock { $0.candidates.next() }
+        let url = self.url
+        return state.withLock { state -> RouteMatch<RouteTarget>? in
+            state.attempts += 1
+            if state.attempts == 1 { return state.first }
+            if state.rest == nil {
+                // A decline: walk every candidate, past the one just tried.
+                var all = state.table.matches(scheme: url.scheme, host: url.host, path: url.pathSegments)
+                _ = all.next()
+                state.rest = all
+            }
+            return state.rest!.next()
+        }
     }
 
     func began(_ call: HandlerCall, plugin: String) {
