@@ -42,11 +42,28 @@ struct ReplySender: @unchecked Sendable {
         let table = api.pointee
         switch answer.kind {
         case .success(let parameters):
-            let names = parameters.map { strdup($0.name) }
-            let values = parameters.map { strdup($0.value) }
-            defer { (names + values).forEach { free($0) } }
-            var items = zip(names, values).map { xcallback_param(name: $0, value: $1) }
-            _ = table.reply_success(reply, &items, items.count)
+            var bytes = 0
+            for parameter in parameters { bytes += parameter.name.utf8.count + parameter.value.utf8.count + 2 }
+            withUnsafeTemporaryAllocation(of: CChar.self, capacity: max(bytes, 1)) { text in
+                withUnsafeTemporaryAllocation(of: xcallback_param.self, capacity: max(parameters.count, 1)) { items in
+                    var cursor = 0
+                    func copy(_ string: String) -> UnsafePointer<CChar> {
+                        let start = text.baseAddress! + cursor
+                        var string = string
+                        let count = string.withUTF8 { utf8 -> Int in
+                            if let base = utf8.baseAddress { memcpy(start, base, utf8.count) }
+                            return utf8.count
+                        }
+                        start[count] = 0
+                        cursor += count + 1
+                        return UnsafePointer(start)
+                    }
+                    for (index, parameter) in parameters.enumerated() {
+                        items[index] = xcallback_param(name: copy(parameter.name), value: copy(parameter.value))
+                    }
+                    _ = table.reply_success(reply, items.baseAddress, parameters.count)
+                }
+            }
         case .error(let code, let message, let domain):
             _ = table.reply_error(reply, code, message, domain)
         case .cancel:

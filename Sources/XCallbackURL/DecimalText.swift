@@ -15,6 +15,34 @@ public enum DecimalText {
         if value.isNaN { return "nan" }
         if value.isInfinite { return value < 0 ? "-inf" : "inf" }
         if value == 0 { return "0" }
+        // Fast paths, which nearly every result takes: exact integers, and
+        // values whose shortest form already has at most 15 digits.
+        if value.magnitude < 1e15, let integer = Int64(exactly: value) {
+            return String(integer)
+        }
+        let shortest = value.description
+        if fitsAsIs(shortest) { return shortest }
+        return rounded(value)
+    }
+
+    /// No exponent and at most `significantDigits` significant digits.
+    private static func fitsAsIs(_ text: String) -> Bool {
+        var significant = 0
+        var leadingZeros = true
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "e"): return false
+            case UInt8(ascii: "0") where leadingZeros: continue
+            case UInt8(ascii: "0")...UInt8(ascii: "9"):
+                leadingZeros = false
+                significant += 1
+            default: continue
+            }
+        }
+        return significant <= significantDigits
+    }
+
+    private static func rounded(_ value: Double) -> String {
         var (digits, exponent) = decimalDigits(of: value.magnitude)
         if digits.count > significantDigits {
             let roundUp = digits[significantDigits] >= 5

@@ -88,7 +88,7 @@ public enum PercentEncoding {
 
 extension String {
     /// The UTF-8 bytes of the string without copying a native string (small ones are read from a stack copy).
-    @inline(__always)
+    @inlinable @inline(__always)
     func withUTF8Bytes<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
         if let result = utf8.withContiguousStorageIfAvailable(body) { return result }
         var copy = self

@@ -19,6 +19,7 @@ public struct QueryParameters: Sendable, Equatable, Hashable, RandomAccessCollec
     ///
     /// Names match byte for byte (UTF-8), as they were written in the URL: case-sensitive,
     /// and without Unicode normalisation ("e\u{301}" is not "é").
+    @inlinable
     public func first(_ name: String) -> String? {
         for item in items where item.name.hasSameUTF8(as: name) { return item.value }
         return nil
@@ -42,7 +43,7 @@ public struct QueryParameters: Sendable, Equatable, Hashable, RandomAccessCollec
 extension String {
     /// Byte-for-byte equality, cheaper than `==` (which compares canonical equivalence)
     /// and what URL parameter names need.
-    @inline(__always)
+    @inlinable @inline(__always)
     func hasSameUTF8(as other: String) -> Bool {
         guard utf8.count == other.utf8.count else { return false }
         return withUTF8Bytes { mine in

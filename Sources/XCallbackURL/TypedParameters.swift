@@ -2,6 +2,7 @@
 
 extension QueryParameters {
     /// The first value of `name` converted to `T`; throws when it is absent or does not convert.
+    @inlinable
     public func required<T: ParameterValue>(_ name: String, as type: T.Type = T.self) throws(ParameterError) -> T {
         guard let text = first(name) else {
             throw ParameterError(name: name, expected: T.parameterTypeDescription, problem: .missing)
@@ -10,6 +11,7 @@ extension QueryParameters {
     }
 
     /// The first value of `name` converted to `T`, nil when absent; throws when present but not convertible.
+    @inlinable
     public func optional<T: ParameterValue>(_ name: String, as type: T.Type = T.self) throws(ParameterError) -> T? {
         guard let text = first(name) else { return nil }
         return try convert(text, name: name)
@@ -30,7 +32,8 @@ extension QueryParameters {
         return values
     }
 
-    private func convert<T: ParameterValue>(_ text: String, name: String) throws(ParameterError) -> T {
+    @inlinable
+    func convert<T: ParameterValue>(_ text: String, name: String) throws(ParameterError) -> T {
         guard let value = T(parameterValue: text) else {
             throw ParameterError(name: name, expected: T.parameterTypeDescription, problem: .invalid(value: text))
         }

@@ -75,24 +75,24 @@ enum HostAPI {
             }, .bound(bound))
         }
 
-        api.request_url = { NativeRequest.from($0)?.url }
-        api.request_scheme = { NativeRequest.from($0)?.scheme }
-        api.request_source = { NativeRequest.from($0)?.source }
+        api.request_url = { NativeRequest.borrow($0) { $0.url } }
+        api.request_scheme = { NativeRequest.borrow($0) { $0.scheme } }
+        api.request_source = { NativeRequest.borrow($0) { $0.source } }
         api.request_argument = { request, name in
             guard let name else { return nil }
-            return NativeRequest.from(request)?.argument(named: name)
+            return NativeRequest.borrow(request) { $0.argument(named: name) }
         }
-        api.request_parameter_count = { NativeRequest.from($0)?.parameterCount ?? 0 }
+        api.request_parameter_count = { NativeRequest.borrow($0) { $0.parameterCount } ?? 0 }
         api.request_parameter_name = { request, index in
-            NativeRequest.from(request)?.parameterName(at: Int(index))
+            NativeRequest.borrow(request) { $0.parameterName(at: Int(index)) }
         }
         api.request_parameter_value = { request, index, length in
-            guard let (value, count) = NativeRequest.from(request)?.parameterValue(at: Int(index)) else { return nil }
+            guard let (value, count) = NativeRequest.borrow(request, { $0.parameterValue(at: Int(index)) }) else { return nil }
             length?.pointee = count
             return value
         }
         api.request_parameter = { request, name, length in
-            guard let name, let (value, count) = NativeRequest.from(request)?.parameter(named: name) else { return nil }
+            guard let name, let (value, count) = NativeRequest.borrow(request, { $0.parameter(named: name) }) else { return nil }
             length?.pointee = count
             return value
         }

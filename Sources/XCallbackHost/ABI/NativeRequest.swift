@@ -43,32 +43,57 @@ final class NativeRequest: @unchecked Sendable {
         self.fields = fields
         var size = fields.url.utf8.count + fields.scheme.utf8.count + 2
         size += (fields.source?.utf8.count ?? 0) + 1
-        for item in fields.parameters + fields.arguments {
-            size += item.name.utf8.count + item.value.utf8.count + 2
-        }
+        for item in fields.parameters { size += item.name.utf8.count + item.value.utf8.count + 2 }
+        for item in fields.arguments { size += item.name.utf8.count + item.value.utf8.count + 2 }
         let storage = UnsafeMutablePointer<CChar>.allocate(capacity: size)
         var cursor = 0
-        func append(_ text: String) -> Int {
-            let start = cursor
-            var text = text
-            let count = text.withUTF8 { bytes -> Int in
-                if let base = bytes.baseAddress { memcpy(storage + cursor, base, bytes.count) }
-                return bytes.count
-            }
-            cursor += count
-            storage[cursor] = 0
-            cursor += 1
-            return start
+        cursor = Self.copy(fields.url, to: storage, at: cursor)
+        let urlOffset = 0
+        let schemeOffset = cursor
+        cursor = Self.copy(fields.scheme, to: storage, at: cursor)
+        var sourceOffset: Int?
+        if let source = fields.source {
+            sourceOffset = cursor
+            cursor = Self.copy(source, to: storage, at: cursor)
         }
-        func appendPair(_ item: QueryParameter) -> Parameter {
-            Parameter(name: append(item.name), value: append(item.value), valueLength: item.value.utf8.count)
+        var parameterOffsets: [Parameter] = []
+        parameterOffsets.reserveCapacity(fields.parameters.count)
+        for item in fields.parameters {
+            let name = cursor
+            cursor = Self.copy(item.name, to: storage, at: cursor)
+            let value = cursor
+            cursor = Self.copy(item.value, to: storage, at: cursor)
+            parameterOffsets.append(Parameter(name: name, value: value, valueLength: cursor - value - 1))
+        }
+        var argumentOffsets: [Parameter] = []
+        if !fields.arguments.isEmpty {
+            argumentOffsets.reserveCapacity(fields.arguments.count)
+            for item in fields.arguments {
+                let name = cursor
+                cursor = Self.copy(item.name, to: storage, at: cursor)
+                let value = cursor
+                cursor = Self.copy(item.value, to: storage, at: cursor)
+                argumentOffsets.append(Parameter(name: name, value: value, valueLength: cursor - value - 1))
+            }
         }
         self.storage = storage
-        urlOffset = append(fields.url)
-        schemeOffset = append(fields.scheme)
-        sourceOffset = fields.source.map(append)
-        parameterOffsets = fields.parameters.map(appendPair)
-        argumentOffsets = fields.arguments.map(appendPair)
+        self.urlOffset = urlOffset
+        self.schemeOffset = schemeOffset
+        self.sourceOffset = sourceOffset
+        self.parameterOffsets = parameterOffsets
+        self.argumentOffsets = argumentOffsets
+    }
+
+    /// Copies `text` and a NUL to `storage + at`; returns the offset after the NUL.
+    @inline(__always)
+    private static func copy(_ text: String, to storage: UnsafeMutablePointer<CChar>, at cursor: Int) -> Int {
+        var text = text
+        let count = text.withUTF8 { bytes -> Int in
+            if let base = bytes.baseAddress { memcpy(storage + cursor, base, bytes.count) }
+            return bytes.count
+        }
+        storage[cursor + count] = 0
+        return cursor + count + 1
     }
 
     deinit { storage.deallocate() }
@@ -78,6 +103,14 @@ final class NativeRequest: @unchecked Sendable {
     static func from(_ pointer: OpaquePointer?) -> NativeRequest? {
         guard let pointer else { return nil }
         return Unmanaged<NativeRequest>.fromOpaque(UnsafeRawPointer(pointer)).takeUnretainedValue()
+    }
+
+    /// Runs `body` on the request behind `pointer` without retaining it (the
+    /// host keeps it alive until the reply is completed).
+    @inline(__always)
+    static func borrow<R>(_ pointer: OpaquePointer?, _ body: (NativeRequest) -> R?) -> R? {
+        guard let pointer else { return nil }
+        return Unmanaged<NativeRequest>.fromOpaque(UnsafeRawPointer(pointer))._withUnsafeGuaranteedRef(body)
     }
 
     var url: UnsafePointer<CChar> { UnsafePointer(storage + urlOffset) }

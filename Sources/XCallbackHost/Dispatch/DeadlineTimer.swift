@@ -54,7 +54,14 @@ final class DeadlineTimer: Sendable {
             }
             return wasEmpty
         }
-        if wasEmpty { state.broadcast() }
+        _ = wasEmpty
+    }
+
+    /// Drops `request` if it is the newest entry (it was answered at once).
+    func removeIfLast(_ request: PendingRequest) {
+        state.withLock { state in
+            if state.queue.last === request { state.queue.removeLast() }
+        }
     }
 
     private func run() {
@@ -63,7 +70,9 @@ final class DeadlineTimer: Sendable {
             // Asleep with an empty queue; otherwise up to the head's deadline,
             // re-checking at least every `resolution` (a compaction may have
             // moved the head).
-            let wake = head.map { min($0, MonotonicClock.now + Self.resolution) }
+            // Never asleep for good: adding a request then needs no wake-up call
+            // (a broadcast per request when the queue keeps emptying).
+            let wake = head.map { min($0, MonotonicClock.now + Self.resolution) } ?? MonotonicClock.now + Self.resolution
             let (due, stopped) = state.wait(
                 until: { state in
                     if state.stopped { return true }
