@@ -290,9 +290,7 @@ public final class Host: Sendable {
         }
         let owed = loop.lineCount
         if stopSignal.isRaised {
-            let grace = configuration.gracePeriod.components
-            let deadline = MonotonicClock.now + UInt64(grace.seconds) * 1_000_000_000
-                + UInt64(grace.attoseconds / 1_000_000_000)
+            let deadline = MonotonicClock.now + configuration.gracePeriod.nanoseconds
             if !loop.sink.waitForEmitted(owed, deadline: deadline) {
                 dispatcher.expireAll()
             }

@@ -43,8 +43,7 @@ final class DeadlineTimer: Sendable {
     }
 
     func add(_ request: PendingRequest) {
-        let wasEmpty = state.withLock { state -> Bool in
-            let wasEmpty = state.queue.isEmpty
+        state.withLock { state in
             state.queue.append(request)
             if state.queue.count > 1024 && state.queue.count % 1024 == 0 {
                 let unfinished = state.queue.reduce(0) { $0 + ($1.isFinished ? 0 : 1) }
@@ -52,9 +51,7 @@ final class DeadlineTimer: Sendable {
                     state.queue.removeAll(where: \.isFinished)
                 }
             }
-            return wasEmpty
         }
-        _ = wasEmpty
     }
 
     /// Drops `request` if it is the newest entry (it was answered at once).

@@ -34,10 +34,7 @@ final class Dispatcher: Sendable {
     /// Ends every request still pending with `Timeout` (shutdown).
     func expireAll() { timer.expireAll() }
 
-    private var timeoutNanoseconds: UInt64 {
-        let (seconds, attoseconds) = timeout.components
-        return UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
-    }
+    private var timeoutNanoseconds: UInt64 { timeout.nanoseconds }
 
     // MARK: line → request
 

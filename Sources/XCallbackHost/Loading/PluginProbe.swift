@@ -55,9 +55,7 @@ public enum PluginProbe {
             _ = WorkerExit.wait(for: pid)
             return failed(path, .other("did not finish loading within \(timeLimit) s (a constructor or registration that never returns?)"))
         }
-        let waitStatus = WorkerExit.wait(for: pid).status
-        if waitStatus & 0x7F != 0 {
-            let signal = waitStatus & 0x7F
+        if let signal = WorkerExit.wait(for: pid).signal {
             return failed(path, .crashed("signal \(signal), \(signalName(signal))"))
         }
         return parse(text, path: path)

@@ -54,9 +54,9 @@ final class CallbackOpener: Sendable {
         defer { arguments.forEach { free($0) } }
         let status = posix_spawnp(&pid, command, &actions, nil, arguments, environ)
         guard status == 0 else { return .failure(SpawnFailure(message: String(cString: strerror(status)))) }
-        var waitStatus: Int32 = 0
-        while waitpid(pid, &waitStatus, 0) < 0 && errno == EINTR {}
-        return .success((waitStatus & 0x7F) == 0 ? (waitStatus >> 8) & 0xFF : 128 + (waitStatus & 0x7F))
+        // A shell's convention: a death by signal N reads as status 128 + N.
+        let exit = WorkerExit.wait(for: pid)
+        return .success(exit.signal.map { 128 + $0 } ?? exit.exitCode ?? 0)
     }
 }
 

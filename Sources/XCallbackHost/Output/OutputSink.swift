@@ -48,8 +48,6 @@ final class OutputSink: Sendable {
     /// Records emitted so far.
     var emittedCount: UInt64 { state.withLock { $0.emitted } }
 
-    var isClosed: Bool { writer.isClosed }
-
     /// Waits until `count` records were emitted; false if `deadline` came first.
     func waitForEmitted(_ count: UInt64, deadline: UInt64?) -> Bool {
         state.wait(until: { $0.emitted >= count }, deadline: deadline) { $0.emitted >= count }

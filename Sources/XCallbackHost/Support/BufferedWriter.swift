@@ -26,8 +26,6 @@ final class BufferedWriter: Flushable, @unchecked Sendable {
         self.onClosed = onClosed
     }
 
-    var isClosed: Bool { state.withLock { $0.closed } }
-
     /// Adds bytes; `fill` appends them to the buffer under the writer's lock,
     /// so callers that must keep an order among themselves can rely on it.
     func append(_ fill: (inout [UInt8]) -> Void) {

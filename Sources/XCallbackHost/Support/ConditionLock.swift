@@ -68,6 +68,15 @@ final class ConditionLock<State>: @unchecked Sendable {
     }
 }
 
+extension Duration {
+    /// Whole nanoseconds (negative durations count as zero), for deadlines
+    /// on the monotonic clock.
+    var nanoseconds: UInt64 {
+        let (seconds, attoseconds) = components
+        return UInt64(max(seconds, 0)) * 1_000_000_000 + UInt64(max(attoseconds, 0) / 1_000_000_000)
+    }
+}
+
 /// Monotonic time in nanoseconds, the clock of every deadline in the host.
 enum MonotonicClock {
     static var now: UInt64 {

@@ -20,10 +20,3 @@ public struct RestartPolicy: Sendable, Equatable {
         return min(delay, maxDelay)
     }
 }
-
-extension Duration {
-    var nanoseconds: UInt64 {
-        let (seconds, attoseconds) = components
-        return UInt64(max(seconds, 0)) * 1_000_000_000 + UInt64(max(attoseconds, 0) / 1_000_000_000)
-    }
-}

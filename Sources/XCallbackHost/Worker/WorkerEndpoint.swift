@@ -100,8 +100,6 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
         state.withLock { $0.current }?.waitForExit(until: deadline)
     }
 
-    /// The current worker's process id, for tests and `--log-level debug`.
-    var currentPID: pid_t? { state.withLock { $0.current?.pid } }
 
     private func watch(_ worker: WorkerProcess) {
         worker.startReading(

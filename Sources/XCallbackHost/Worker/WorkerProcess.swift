@@ -195,8 +195,6 @@ final class WorkerProcess: Sendable {
         writer.append { WorkerFrame.shutdown.encode(into: &$0) }
     }
 
-    var isExited: Bool { state.withLock { $0.exited } }
-
     /// Waits for the process to end; kills it if `deadline` comes first.
     func waitForExit(until deadline: UInt64) {
         let exited = ended.wait(until: { $0 }, deadline: deadline) { $0 }
