@@ -18,10 +18,10 @@ struct DropInTests {
         private let lock = NSLock()
         private var sent = 0
 
-        init(isolation: String = "process") throws {
+        init(isolation: String = "process", arguments: [String] = []) throws {
             fixture = try HostFixture([], isolation: isolation)
             fifo = fixture.scratch.file("requests.fifo")
-            host = try fixture.start(["--fifo", fifo, "--output", "jsonl"], stdin: .null)
+            host = try fixture.start(["--fifo", fifo, "--output", "jsonl"] + arguments, stdin: .null)
             try #require(waitForFIFOReader(fifo, host: host), "stderr: \(host.stderr)")
         }
 

@@ -6,6 +6,15 @@ protocol PluginEndpoint: AnyObject, Sendable {
     /// Runs handler `index` for `request`. `call.deliver` receives the
     /// result exactly once, on any thread, before or after this returns.
     func invoke(handler index: Int, request: RequestFields, call: HandlerCall)
+
+    /// True when the endpoint always completes its requests itself, by
+    /// deadlines of its own (the built-in `await`): the dispatcher then does
+    /// not apply `--timeout`.
+    var keepsOwnDeadlines: Bool { get }
+}
+
+extension PluginEndpoint {
+    var keepsOwnDeadlines: Bool { false }
 }
 
 /// One attempt at a request by one handler. The dispatcher hands it to an
@@ -13,21 +22,35 @@ protocol PluginEndpoint: AnyObject, Sendable {
 /// retire the attempt if the host gives up on it first.
 final class HandlerCall: Sendable {
     let deliver: @Sendable (HandlerResult) -> Void
-    private let onAbandon = Synchronization.Mutex<(@Sendable () -> Void)?>(nil)
+    private let abandonment = Synchronization.Mutex(Abandonment.open(nil))
+
+    private enum Abandonment {
+        /// Still running, with what to do if the host gives up on it.
+        case open((@Sendable () -> Void)?)
+        case abandoned
+    }
 
     init(deliver: @escaping @Sendable (HandlerResult) -> Void) {
         self.deliver = deliver
     }
 
     /// Set by the endpoint: what to do when the host answers `Timeout`.
-    func whenAbandoned(_ action: @escaping @Sendable () -> Void) {
-        onAbandon.withLock { $0 = action }
+    /// Returns false, keeping nothing, if the host already did (the call
+    /// timed out before the endpoint could start it).
+    @discardableResult
+    func whenAbandoned(_ action: @escaping @Sendable () -> Void) -> Bool {
+        abandonment.withLock { state in
+            guard case .open = state else { return false }
+            state = .open(action)
+            return true
+        }
     }
 
     /// Called by the dispatcher after it answered `Timeout` for this attempt.
     func abandon() {
-        let action = onAbandon.withLock { action -> (@Sendable () -> Void)? in
-            defer { action = nil }
+        let action = abandonment.withLock { state -> (@Sendable () -> Void)? in
+            defer { state = .abandoned }
+            guard case .open(let action) = state else { return nil }
             return action
         }
         action?()

@@ -23,6 +23,9 @@ final class InputLoop: Sendable {
                     BatchingThread.flushDeferred()
                     _ = sink.waitForEmitted(sent - Self.maxInFlight + 1, deadline: nil)
                 }
+                // And no more than as many records waiting for a socket
+                // client that is not reading.
+                sink.waitForRoom()
                 return box.reader.next(beforeBlocking: BatchingThread.flushDeferred)
             },
             process: { [counter, dispatcher, sink] line in

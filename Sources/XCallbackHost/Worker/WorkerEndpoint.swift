@@ -29,6 +29,9 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
         /// Requests that arrived while no worker was ready.
         var waiting: [(handler: Int, request: RequestFields, call: HandlerCall)] = []
         var crashTimes: [UInt64] = []
+        /// Crashes since (and including) the last one a request explains
+        /// (in flight, or answered before): what the restart delay grows with.
+        var crashesInARow = 0
         var disabledReason: String?
         var stopped = false
     }
@@ -65,24 +68,27 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
             guard state.disabledReason != nil else { return false }
             state.disabledReason = nil
             state.crashTimes.removeAll()
+            state.crashesInARow = 0
             return true
         }
         if restart { scheduleStart(after: .zero) }
     }
 
     /// The plug-in's file was replaced or removed: no restarts from now on;
-    /// the worker answers what it has, then stops.
+    /// the worker answers what it has, then stops. Requests waiting for a
+    /// restart already under way still get that worker (it then retires
+    /// too): they were accepted before the change.
     func retire() {
         spawner.schedule(after: Self.retireDelay) { [self] in
-            let worker = state.withLock { state -> WorkerProcess? in
+            let (worker, restartPending) = state.withLock { state -> (WorkerProcess?, Bool) in
                 state.stopped = true
                 if state.disabledReason == nil {
                     state.disabledReason = "plug-in '\(pluginName)' was removed or replaced"
                 }
-                return state.current
+                return (state.current, state.restarting)
             }
             worker?.retire()
-            failWaiting()
+            if !restartPending { failWaiting() }
         }
     }
 
@@ -122,12 +128,14 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
             if state.stopped { return .giveUp }
             state.crashTimes.append(now)
             state.crashTimes.removeAll { now &- $0 > policy.window.nanoseconds }
+            let crashLoop = owed.isEmpty && !worker.hasAnswered
+            state.crashesInARow = crashLoop ? state.crashesInARow + 1 : 1
             if state.crashTimes.count > policy.limit {
                 state.disabledReason = "plug-in '\(pluginName)' crashed \(state.crashTimes.count) times within \(policy.window) and is disabled until it is reloaded (SIGHUP) or its file changes"
                 logger.error("\(state.disabledReason!)")
                 return .giveUp
             }
-            return .restart(policy.delay(afterCrashes: state.crashTimes.count))
+            return .restart(policy.delay(afterCrashes: state.crashesInARow))
         }
         switch next {
         case .nothing:
@@ -162,6 +170,12 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
         }
         guard start else { return }
         spawner.schedule(after: delay) { [self] in
+            let needed = state.withLock { state -> Bool in
+                guard state.stopped && state.waiting.isEmpty else { return true }
+                state.restarting = false
+                return false
+            }
+            guard needed else { return }
             let worker: WorkerProcess
             do {
                 worker = try WorkerProcess.start(executable: executable, pluginPath: path)
@@ -174,16 +188,21 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
                 disable("plug-in '\(pluginName)' registered different routes after a restart; reload it (SIGHUP)")
                 return
             }
-            watch(worker)
-            let waiting = state.withLock { state -> [(handler: Int, request: RequestFields, call: HandlerCall)] in
+            // Current before it is watched: if it dies at once, its exit
+            // must find it current, or no one would start the next one.
+            let (waiting, stopped) = state.withLock { state in
                 state.restarting = false
                 state.current = worker
                 defer { state.waiting.removeAll() }
-                return state.waiting
+                return (state.waiting, state.stopped)
             }
+            watch(worker)
+            logger.info("restarted plug-in '\(pluginName)' in worker \(worker.pid)")
             for item in waiting where !worker.send(handler: item.handler, request: item.request, call: item.call) {
                 item.call.deliver(.outcome(HostError.crashed("the worker of plug-in '\(pluginName)' ended before the request was sent")))
             }
+            // Retired while it started: it answers what waited for it, then stops.
+            if stopped { worker.retire() }
         }
     }
 

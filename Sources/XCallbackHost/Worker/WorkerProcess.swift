@@ -29,6 +29,8 @@ final class WorkerProcess: Sendable {
         var calls: [UInt64: InFlight] = [:]
         var nextID: UInt64 = 1
         var exited = false
+        /// Some request got its result from this worker.
+        var answered = false
         /// No new requests; stop once the in-flight ones are answered.
         var retiring = false
         var onHung: (@Sendable (WorkerProcess) -> Void)?
@@ -128,7 +130,10 @@ final class WorkerProcess: Sendable {
             loop: while true {
                 switch reader.reader.next(beforeBlocking: {}) {
                 case .frame(.result(let id, let result)):
-                    let call = state.withLock { $0.calls.removeValue(forKey: id)?.call }
+                    let call = state.withLock { state -> HandlerCall? in
+                        state.answered = true
+                        return state.calls.removeValue(forKey: id)?.call
+                    }
                     call?.deliver(result)
                     retireIfDrained()
                 case .frame(.returned(let id)):
@@ -152,7 +157,12 @@ final class WorkerProcess: Sendable {
         }
     }
 
-    /// Sends a request; false when the worker is gone or retiring.
+    /// Whether any request got its result from this worker: a worker that
+    /// did, then crashed, was not in a crash loop.
+    var hasAnswered: Bool { state.withLock { $0.answered } }
+
+    /// Sends a request; false when the worker is gone or retiring. A call
+    /// the host already gave up on is dropped (and counts as sent).
     func send(handler: Int, request: RequestFields, call: HandlerCall) -> Bool {
         let id = state.withLock { state -> UInt64? in
             guard !state.exited, !state.retiring else { return nil }
@@ -162,7 +172,13 @@ final class WorkerProcess: Sendable {
             return id
         }
         guard let id else { return false }
-        call.whenAbandoned { [self] in abandon(id) }
+        guard call.whenAbandoned({ [self] in abandon(id) }) else {
+            // It timed out while it waited for a worker: its outcome is out,
+            // so running it now would act behind the caller's back (a hang
+            // would also stick a worker nobody watches).
+            state.withLock { _ = $0.calls.removeValue(forKey: id) }
+            return true
+        }
         writer.append { WorkerFrame.request(id: id, handler: UInt32(handler), fields: request).encode(into: &$0) }
         return true
     }
