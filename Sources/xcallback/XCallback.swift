@@ -1,4 +1,5 @@
 import ArgumentParser
+import XCallbackHost
 
 /// The `xcallback` command: a plug-in host for x-callback-url actions.
 @main
@@ -7,13 +8,27 @@ struct XCallback: ParsableCommand {
         commandName: "xcallback",
         abstract: "Dispatch x-callback-url requests to plug-ins and print one outcome per request.",
         discussion: """
-            Reads callback URLs (one per line) from stdin, a FIFO or a Unix socket, routes each
+            Reads callback URLs (one per line) from stdin, a FIFO or a Unix socket, routes each \
             to the plug-in that registered it, and writes one outcome record per line.
             """,
         subcommands: [
             RunCommand.self, PluginsCommand.self, RoutesCommand.self, CheckCommand.self,
-            SendCommand.self, CallCommand.self, SDKCommand.self, ProbeCommand.self, WorkerCommand.self,
+            SendCommand.self, CallCommand.self, SDKCommand.self,
+            InstallHandlerCommand.self, UninstallHandlerCommand.self,
         ],
         defaultSubcommand: nil
     )
+
+    /// The host's internal entry points (`__worker`, `__probe`) are picked
+    /// out before parsing: outside the subcommand tree, they never appear in
+    /// help, shell completions or the manual page (whose generator lists
+    /// hidden subcommands too).
+    static func main() {
+        let arguments = CommandLine.arguments.dropFirst()
+        switch arguments.first {
+        case WorkerMain.subcommand?: WorkerCommand.main(Array(arguments.dropFirst()))
+        case PluginProbe.subcommand?: ProbeCommand.main(Array(arguments.dropFirst()))
+        default: main(nil)
+        }
+    }
 }
