@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "host_support.h"
@@ -15,4 +16,8 @@ int xcallback_pidfd_open(int pid) {
     (void)pid;
     return -1;
 #endif
+}
+
+int xcallback_accept_cloexec(int listener) {
+    return accept4(listener, NULL, NULL, SOCK_CLOEXEC);
 }

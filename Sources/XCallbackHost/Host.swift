@@ -19,6 +19,10 @@ public final class Host: Sendable {
     let watchdog = StallWatchdog()
     let opener: CallbackOpener?
     let stopSignal = StopSignal()
+    /// The built-in `await` and `response` routes (client correlation).
+    let responses: ResponseWaiters
+    /// How the records written so far ended, over every input stream.
+    let tally = OutcomeTally()
     /// One reconcile at a time (watcher and SIGHUP may race).
     private let rescanLock = Mutex(())
     let spawner = WorkerSpawner()
@@ -33,13 +37,18 @@ public final class Host: Sendable {
             registry: registry, limits: configuration.limits, timeout: configuration.timeout,
             keepsInput: configuration.output == .jsonl, logger: logger)
         self.opener = configuration.openCommand.map { CallbackOpener(command: $0, logger: logger) }
+        self.responses = ResponseWaiters(logger: logger)
         self.discovery = PluginDiscovery(
             directories: configuration.pluginDirectories,
             security: FileSecurity(allowInsecure: configuration.allowInsecurePlugins))
+        registry.addBuiltIn(responses, routes: ResponseWaiters.routes)
     }
 
     /// Every plug-in file found, loaded or refused.
     public var plugins: [PluginStatus] { registry.statuses }
+
+    /// How the records written so far ended (the summary line's numbers).
+    public var outcomes: OutcomeCounts { tally.snapshot }
 
     /// Scans the plug-in directories and loads what is new. Throws when a
     /// directory named explicitly cannot be used.
@@ -213,37 +222,76 @@ public final class Host: Sendable {
         finishBackgroundWork()
     }
 
-    /// Reads requests from the FIFO at `path` until SIGINT/SIGTERM, across
-    /// any number of writers opening and closing it.
-    public func serveFIFO(path: String, output: Int32) throws(HostSetupError) {
-        let fifo = try FIFOInput.open(path)
+    /// Serves long-running inputs, each on its own thread, until
+    /// SIGINT/SIGTERM: a FIFO (any number of writers opening and closing it;
+    /// records to `output`) and sockets (each connection sends lines and
+    /// reads its own records). Every input is opened before any is served,
+    /// so a setup error leaves nothing half-started.
+    public func serve(_ inputs: [ServedInput], output: Int32) throws(HostSetupError) {
+        let opened = try open(inputs)
         startBackgroundWork()
         watchPluginDirectories()
-        let sink = makeSink(output)
-        let loop = runLoop(input: fifo.readDescriptor, sink: sink)
-        drain(loop)
-        finishBackgroundWork()
-    }
-
-    /// Serves a Unix stream socket: each connection sends lines and reads
-    /// its own records, until SIGINT/SIGTERM.
-    public func serveSocket(path: String) throws(HostSetupError) {
-        let listener = try SocketListener(path: path)
-        startBackgroundWork()
-        watchPluginDirectories()
-        listener.acceptConnections(until: stopSignal) { [self] connection in
-            let sink = OutputSink(descriptor: connection, format: configuration.output,
-                                  keepOrder: configuration.keepOrder, opener: nil, onClosed: {})
-            let loop = runLoop(input: connection, sink: sink)
-            drain(loop)
-            close(connection)
+        let running = ConditionLock(opened.count)
+        for input in opened {
+            Threads.detach { [self] in
+                serve(input, output: output)
+                running.withLock { $0 -= 1 }
+                running.broadcast()
+            }
         }
+        running.wait(until: { $0 == 0 }) { _ in }
         finishBackgroundWork()
     }
 
-    /// Stops reading input; in-flight requests get the grace period.
+    /// An input ready to be read.
+    private enum OpenedInput: Sendable {
+        case fifo(FIFOInput)
+        case socket(SocketListener)
+    }
+
+    private func open(_ inputs: [ServedInput]) throws(HostSetupError) -> [OpenedInput] {
+        var opened: [OpenedInput] = []
+        do throws(HostSetupError) {
+            for input in inputs {
+                switch input {
+                case .fifo(let path): opened.append(.fifo(try FIFOInput.open(path)))
+                case .socket(let path): opened.append(.socket(try SocketListener(path: path)))
+                case .inheritedSocket(let socket): opened.append(.socket(SocketListener(inherited: socket)))
+                }
+            }
+        } catch {
+            for input in opened {
+                switch input {
+                case .fifo(let fifo): fifo.closeDescriptors()
+                case .socket(let listener): listener.stopListening()
+                }
+            }
+            throw error
+        }
+        return opened
+    }
+
+    private func serve(_ input: OpenedInput, output: Int32) {
+        switch input {
+        case .fifo(let fifo):
+            drain(runLoop(input: fifo.readDescriptor, sink: makeSink(output)))
+        case .socket(let listener):
+            listener.acceptConnections(until: stopSignal) { [self] connection in
+                let sink = OutputSink(connection: connection, format: configuration.output,
+                                      keepOrder: configuration.keepOrder, tally: tally,
+                                      stop: stopSignal, gracePeriod: configuration.gracePeriod)
+                let loop = runLoop(input: connection, sink: sink)
+                drain(loop)
+                close(connection)
+            }
+        }
+    }
+
+    /// Stops reading input; in-flight requests get the grace period. Awaits
+    /// end at once, since no response can be read any more.
     public func requestStop() {
         stopSignal.raise()
+        responses.hostIsStopping()
     }
 
     /// A full rescan (SIGHUP): gives disabled plug-ins a fresh worker and
@@ -267,7 +315,7 @@ public final class Host: Sendable {
 
     private func makeSink(_ output: Int32) -> OutputSink {
         OutputSink(descriptor: output, format: configuration.output, keepOrder: configuration.keepOrder,
-                   opener: opener, onClosed: { [self] in
+                   opener: opener, tally: tally, onClosed: { [self] in
                        // A closed stdout ends the host quietly (SPEC section 3).
                        requestStop()
                    })
@@ -301,9 +349,11 @@ public final class Host: Sendable {
 
     private func startBackgroundWork() {
         watchdog.start()
+        responses.start()
     }
 
     private func finishBackgroundWork() {
+        responses.stopTimer()
         opener?.drain()
         watchdog.stop()
         dispatcher.stop()

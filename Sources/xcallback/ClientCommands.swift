@@ -14,7 +14,7 @@ struct SendCommand: ParsableCommand {
     @Option(help: ArgumentHelp("The host's FIFO (default: $XDG_RUNTIME_DIR/xcallback-UID.fifo).", valueName: "path"))
     var fifo: String?
 
-    @Argument(help: "Request URLs.") var urls: [String]
+    @Argument(help: ArgumentHelp("Request URLs; put -- before them when one may begin with -.", valueName: "url")) var urls: [String]
 
     func validate() throws {
         if urls.isEmpty { throw ValidationError("give at least one URL") }
@@ -63,10 +63,27 @@ struct CallCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "call",
         abstract: "Send one URL to a running host's socket and print its outcome record.",
-        discussion: "Exits 0 on success, 1 on error, 2 on cancel, 3 when no host answers.")
+        discussion: """
+            Exits 0 on success, 1 on error, 2 on cancel, 3 when no host answers.
+
+            With --via-open, URL goes to another program instead: `call` adds x-success, x-error and \
+            x-cancel pointing back at the host (xcallback://x-callback-url/response?requestID=ID&responseType=...), \
+            asks the host to wait for that response, runs --open's COMMAND with the URL, and prints the \
+            response as the record. It then also exits 4 when no response comes within --timeout, and \
+            5 when COMMAND cannot be started or exits non-zero before a response comes.
+            """)
 
     @Option(help: ArgumentHelp("The host's socket (default: $XDG_RUNTIME_DIR/xcallback-UID.sock).", valueName: "path"))
     var socket: String?
+
+    @Flag(name: .customLong("via-open"), help: "Send URL to another program through --open and print the response it calls back with.")
+    var viaOpen = false
+
+    @Option(help: ArgumentHelp("With --via-open: the program that opens URL, run with it as its only argument (no shell). Default: xdg-open.", valueName: "command"))
+    var open: String?
+
+    @Option(help: ArgumentHelp("With --via-open: seconds to wait for the response (default 300, at most 86400).", valueName: "seconds"))
+    var timeout: Double?
 
     @Argument(help: "The request URL.") var url: String
 
@@ -76,32 +93,44 @@ struct CallCommand: ParsableCommand {
         if url.utf8.contains(UInt8(ascii: "\n")) || url.utf8.contains(UInt8(ascii: "\r")) {
             throw ValidationError("a URL cannot contain a line break")
         }
+        guard viaOpen else {
+            if open != nil || timeout != nil { throw ValidationError("--open and --timeout go with --via-open") }
+            return
+        }
+        if let timeout, !(timeout > 0 && timeout <= Correlation.maxTimeoutSeconds) {
+            throw ValidationError("--timeout must be a number of seconds above 0 and at most \(Int(Correlation.maxTimeoutSeconds))")
+        }
+        if let open, open.isEmpty { throw ValidationError("--open needs a command") }
+        do {
+            _ = try Correlation.request(url, answeringTo: RequestID.random())
+        } catch {
+            throw ValidationError(error.message)
+        }
     }
 
     func run() throws {
         let path = socket ?? Environment.defaultSocket
         signal(SIGPIPE, SIG_IGN)
-        guard let fd = SocketClient.connect(path) else {
-            throw Failure.exit("no host is listening on \(path) (start one with: xcallback run --socket \(path))", status: 3)
+        if viaOpen {
+            let call = ViaOpenCall(url: url, socketPath: path, command: open ?? "xdg-open",
+                                   timeoutSeconds: timeout ?? Correlation.defaultTimeoutSeconds)
+            try call.run()
+            return
         }
-        defer { close(fd) }
-        let line = Array((url + "\n").utf8)
-        guard write(fd, line, line.count) == line.count else {
+        let connection = try HostConnection.open(path)
+        guard connection.sendOnly(url) else {
             throw Failure.exit("sending to \(path): \(String(cString: strerror(errno)))", status: 3)
         }
-        shutdown(fd, Int32(SHUT_WR))
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let count = read(fd, &chunk, chunk.count)
-            if count < 0 && errno == EINTR { continue }
-            if count <= 0 { break }
-            bytes.append(contentsOf: chunk[0..<count])
+        guard case .record(let record) = connection.waitForRecord(until: nil), !record.isEmpty else {
+            throw Failure.exit("the host closed the connection without an outcome", status: 3)
         }
-        let record = String(decoding: bytes, as: UTF8.self).split(separator: "\n").first.map(String.init) ?? ""
-        guard !record.isEmpty else { throw Failure.exit("the host closed the connection without an outcome", status: 3) }
+        try Self.finish(with: record, request: url)
+    }
+
+    /// Prints the record and exits as its outcome says: 0, 1 or 2.
+    static func finish(with record: String, request: String) throws {
         print(record)
-        switch RecordClassifier.kind(of: record, request: url) {
+        switch RecordClassifier.kind(of: record, request: request) {
         case .success: return
         case .error: throw ExitCode(1)
         case .cancel: throw ExitCode(2)

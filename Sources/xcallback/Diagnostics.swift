@@ -1,14 +1,41 @@
+import ArgumentParser
 import Logging
+import XCallbackHost
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// stderr diagnostics: stdout carries outcome records and nothing else.
 enum Diagnostics {
-    static func bootstrap(level: Logger.Level) {
+    /// Every line the command writes to stderr goes through it, so log
+    /// lines, the summary and the progress line never garble each other.
+    static let console = DiagnosticConsole(descriptor: 2)
+
+    /// Hands `run`'s `--log-format` to its workers, which log to the same
+    /// stderr (set before the first worker starts).
+    static let formatVariable = "XCALLBACK_LOG_FORMAT"
+
+    static func bootstrap(level: Logger.Level, format: LogFormat = .text) {
         LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
+            format.handler(label: label, level: level, console: console)
         }
     }
 
     static let logger = Logger(label: "xcallback")
+
+    /// The format a worker's host asked for, text when none.
+    static var inheritedFormat: LogFormat {
+        getenv(formatVariable).flatMap { LogFormat(rawValue: String(cString: $0)) } ?? .text
+    }
+
+    /// Writes the outcome summary line (at exit, or for SIGUSR1).
+    static func writeSummary(_ counts: OutcomeCounts, format: LogFormat, final: Bool) {
+        console.write(format.summaryLine(counts, final: final))
+    }
+}
+
+enum LogFormatArgument: String, ExpressibleByArgument, CaseIterable {
+    case text, json
+    var value: LogFormat { LogFormat(rawValue: rawValue)! }
 }

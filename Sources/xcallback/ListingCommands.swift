@@ -47,7 +47,7 @@ struct PluginsCommand: ParsableCommand {
 struct RoutesCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "routes",
-        abstract: "Print the route table: pattern → plug-in.")
+        abstract: "Print the route table: each route pattern and the plug-in that owns it.")
 
     @OptionGroup var plugins: PluginDirectoryOptions
     @Flag(help: "One JSON object per route.") var json = false
@@ -140,7 +140,7 @@ struct WorkerCommand: ParsableCommand {
     @Option var parent: Int32
 
     func run() throws {
-        Diagnostics.bootstrap(level: .warning)
+        Diagnostics.bootstrap(level: .warning, format: Diagnostics.inheritedFormat)
         throw ExitCode(WorkerMain.run(pluginPath: file, parent: parent, logger: Diagnostics.logger))
     }
 }

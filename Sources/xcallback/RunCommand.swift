@@ -17,7 +17,7 @@ struct RunCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Read requests from this FIFO (created mode 0600 if missing) until SIGINT/SIGTERM.", valueName: "path"))
     var fifo: String?
 
-    @Option(help: ArgumentHelp("Serve requests on this Unix stream socket until SIGINT/SIGTERM.", valueName: "path"))
+    @Option(help: ArgumentHelp("Serve requests on this Unix stream socket until SIGINT/SIGTERM (with --fifo: both). Under systemd socket activation, the socket systemd passes is served instead.", valueName: "path"))
     var socket: String?
 
     @Option(help: "How plug-ins run: process (each in its own worker process) or none (inside the host: fastest, but a plug-in crash kills the host).")
@@ -50,8 +50,16 @@ struct RunCommand: ParsableCommand {
     @Option(name: .customLong("log-level"), help: "stderr diagnostics: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "warning"
 
+    @Option(name: .customLong("log-format"), help: "stderr diagnostics format: text, or json (one object per line).")
+    var logFormat: LogFormatArgument = .text
+
+    @Flag(name: .customLong("no-summary"), help: "No outcome summary line on stderr at exit (SIGUSR1 still prints one).")
+    var noSummary = false
+
+    @Flag(name: .customLong("no-progress"), help: "No progress line, even when reading a file with stderr on a terminal.")
+    var noProgress = false
+
     func validate() throws {
-        if fifo != nil && socket != nil { throw ValidationError("--fifo and --socket cannot be used together") }
         if !(timeout > 0) { throw ValidationError("--timeout must be a positive number of seconds") }
         if gracePeriod < 0 { throw ValidationError("--grace-period cannot be negative") }
         if restartLimit < 0 { throw ValidationError("--restart-limit cannot be negative") }
@@ -61,7 +69,16 @@ struct RunCommand: ParsableCommand {
     }
 
     func run() throws {
-        Diagnostics.bootstrap(level: Logger.Level(rawValue: logLevel) ?? .warning)
+        // First, before any thread starts: it clears LISTEN_* from the environment.
+        let activated: InheritedSocket?
+        do {
+            activated = try SocketActivation.takeInheritedSocket()
+        } catch {
+            throw Failure.exit(error.message)
+        }
+        Diagnostics.bootstrap(level: Logger.Level(rawValue: logLevel) ?? .warning, format: logFormat.value)
+        // Workers log to the same stderr: in the same format.
+        setenv(Diagnostics.formatVariable, logFormat.value.rawValue, 1)
         let logger = Diagnostics.logger
         // Signals are taken by one thread with sigwait; every other thread
         // (created after this) inherits the mask and never sees them.
@@ -93,20 +110,26 @@ struct RunCommand: ParsableCommand {
         } catch {
             throw Failure.exit(error.message)
         }
+        let format = logFormat.value
         signals.start(
             onStop: { host.requestStop() },
-            onReload: { host.rescan() })
+            onReload: { host.rescan() },
+            onReport: { Diagnostics.writeSummary(host.outcomes, format: format, final: false) })
+        let inputs = InputSelection.inputs(fifo: fifo, socket: socket, activated: activated, logger: logger)
         do {
-            if let fifo {
-                try host.serveFIFO(path: fifo, output: records)
-            } else if let socket {
-                try host.serveSocket(path: socket)
+            if !inputs.isEmpty {
+                try host.serve(inputs, output: records)
             } else {
+                let progress = !noProgress && ProgressReporter.isWanted(input: 0, diagnostics: 2)
+                    ? ProgressReporter(console: Diagnostics.console, input: 0) { host.outcomes } : nil
+                progress?.start()
                 host.serve(input: 0, output: records)
+                progress?.stop()
             }
         } catch {
             throw Failure.exit(error.message)
         }
+        if !noSummary { Diagnostics.writeSummary(host.outcomes, format: format, final: true) }
     }
 }
 

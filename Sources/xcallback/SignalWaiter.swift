@@ -2,10 +2,12 @@
 import Glibc
 #endif
 
-/// Takes SIGINT, SIGTERM and SIGHUP on one dedicated thread (sigwait), so
-/// the handling code is ordinary code, not async-signal-safe code.
+/// Takes SIGINT, SIGTERM, SIGHUP and SIGUSR1 on one dedicated thread
+/// (sigwait), so the handling code is ordinary code, not async-signal-safe
+/// code. Blocked in every other thread: SIGUSR1's default action would
+/// otherwise kill the host.
 struct SignalWaiter: Sendable {
-    private let signals: [Int32] = [SIGINT, SIGTERM, SIGHUP]
+    private let signals: [Int32] = [SIGINT, SIGTERM, SIGHUP, SIGUSR1]
 
     /// Blocks the signals in the calling thread; threads created after this
     /// inherit the mask. Call before starting any thread.
@@ -23,9 +25,12 @@ struct SignalWaiter: Sendable {
         return set
     }
 
-    func start(onStop: @escaping @Sendable () -> Void, onReload: @escaping @Sendable () -> Void) {
+    /// Starts the thread: SIGINT/SIGTERM call `onStop` (a second one exits
+    /// at once), SIGHUP `onReload`, SIGUSR1 `onReport`.
+    func start(onStop: @escaping @Sendable () -> Void, onReload: @escaping @Sendable () -> Void,
+               onReport: @escaping @Sendable () -> Void) {
         let set = signalSet
-        let thread = SignalThread(set: set, onStop: onStop, onReload: onReload)
+        let thread = SignalThread(set: set, onStop: onStop, onReload: onReload, onReport: onReport)
         var handle = pthread_t()
         let box = Unmanaged.passRetained(thread).toOpaque()
         pthread_create(&handle, nil, { raw in
@@ -41,11 +46,14 @@ private final class SignalThread: @unchecked Sendable {
     var set: sigset_t
     let onStop: @Sendable () -> Void
     let onReload: @Sendable () -> Void
+    let onReport: @Sendable () -> Void
 
-    init(set: sigset_t, onStop: @escaping @Sendable () -> Void, onReload: @escaping @Sendable () -> Void) {
+    init(set: sigset_t, onStop: @escaping @Sendable () -> Void, onReload: @escaping @Sendable () -> Void,
+         onReport: @escaping @Sendable () -> Void) {
         self.set = set
         self.onStop = onStop
         self.onReload = onReload
+        self.onReport = onReport
     }
 
     func run() {
@@ -55,6 +63,8 @@ private final class SignalThread: @unchecked Sendable {
             guard sigwait(&set, &received) == 0 else { continue }
             if received == SIGHUP {
                 onReload()
+            } else if received == SIGUSR1 {
+                onReport()
             } else {
                 stops += 1
                 // A second SIGINT/SIGTERM means "now": skip the grace period.

@@ -249,9 +249,9 @@ struct FIFOAndSocketTests {
 }
 
 /// Runs `body` for each element on its own thread, at the same time, and
-/// returns the results in order.
+/// returns the results in order (throws past `timeout` seconds).
 func concurrently<Element: Sendable, Result: Sendable>(
-    _ elements: [Element], _ body: @escaping @Sendable (Element) throws -> Result
+    _ elements: [Element], timeout: Double = 30, _ body: @escaping @Sendable (Element) throws -> Result
 ) throws -> [Result] {
     let box = ResultsBox<Result>(count: elements.count)
     for (index, element) in elements.enumerated() {
@@ -264,7 +264,9 @@ func concurrently<Element: Sendable, Result: Sendable>(
             box.group.leave()
         }
     }
-    guard box.group.wait(timeout: .now() + 30) == .success else { throw HarnessError("concurrent work did not finish in 30 s") }
+    guard box.group.wait(timeout: .now() + timeout) == .success else {
+        throw HarnessError("concurrent work did not finish in \(timeout) s")
+    }
     return try box.results.map { try $0!.get() }
 }
 

@@ -207,8 +207,15 @@ final class ChildProcess: @unchecked Sendable {
     /// - Parameter closeStdoutAfterLines: the harness closes its end of the
     ///   child's stdout once it has read this many lines (a reader that goes
     ///   away early, like `| head -n N`).
+    /// - Parameter stderrDescriptor: the child's stderr is this descriptor
+    ///   (a terminal, say) instead of a pipe the harness reads; `stderr` then
+    ///   stays empty. The caller keeps (and closes) it.
+    /// - Parameter inheritedDescriptors: the child gets these as descriptors
+    ///   3, 4, … (a listening socket for socket activation, say). The caller
+    ///   keeps (and closes) its own.
     init(_ arguments: [String], executable: String = Products.xcallback, stdin: Input = .null,
-         environment: [String: String]? = nil, closeStdoutAfterLines: Int? = nil) throws {
+         environment: [String: String]? = nil, closeStdoutAfterLines: Int? = nil,
+         stderrDescriptor: Int32? = nil, inheritedDescriptors: [Int32] = []) throws {
         _ = Self.ignoreSIGPIPE
         commandLine = ([executable] + arguments).joined(separator: " ")
 
@@ -248,7 +255,17 @@ final class ChildProcess: @unchecked Sendable {
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_adddup2(&actions, childStdin, 0)
         posix_spawn_file_actions_adddup2(&actions, out.write, 1)
-        posix_spawn_file_actions_adddup2(&actions, err.write, 2)
+        posix_spawn_file_actions_adddup2(&actions, stderrDescriptor ?? err.write, 2)
+        // Each is copied above the targets first: dup2 of a descriptor onto
+        // itself would leave it close-on-exec.
+        var staged: [Int32] = []
+        defer { staged.forEach { close($0) } }
+        for (index, descriptor) in inheritedDescriptors.enumerated() {
+            let copy = fcntl(descriptor, F_DUPFD_CLOEXEC, 64)
+            guard copy >= 0 else { throw HarnessError("cannot pass descriptor \(descriptor): \(String(cString: strerror(errno)))") }
+            staged.append(copy)
+            posix_spawn_file_actions_adddup2(&actions, copy, 3 + Int32(index))
+        }
 
         // A clean signal state: nothing blocked, default dispositions (the
         // runner ignores SIGPIPE, and ignored signals survive exec).
@@ -294,7 +311,12 @@ final class ChildProcess: @unchecked Sendable {
         pid = child
         let reaped = child
         Self.startReader(out.read, state: state, isStdout: true, closeAfterLines: closeStdoutAfterLines)
-        Self.startReader(err.read, state: state, isStdout: false, closeAfterLines: nil)
+        if stderrDescriptor == nil {
+            Self.startReader(err.read, state: state, isStdout: false, closeAfterLines: nil)
+        } else {
+            close(err.read)
+            state.update { state.stderrDone = true }
+        }
         Thread.detachNewThread { [state] in
             var raw: Int32 = 0
             while waitpid(reaped, &raw, 0) < 0 && errno == EINTR {}
@@ -420,6 +442,11 @@ final class ChildProcess: @unchecked Sendable {
     /// Waits until stderr contains `text`; false on timeout.
     func waitForStderr(containing text: String, timeout: Double = 10) -> Bool {
         state.wait(timeout: timeout) { String(decoding: state.stderrBytes, as: UTF8.self).contains(text) }
+    }
+
+    /// Waits until stderr, as text, satisfies `predicate`; false on timeout.
+    func waitForStderr(timeout: Double = 10, until predicate: (String) -> Bool) -> Bool {
+        state.wait(timeout: timeout) { predicate(String(decoding: state.stderrBytes, as: UTF8.self)) }
     }
 
     // MARK: output
@@ -570,12 +597,28 @@ func waitForSocketListener(_ path: String, timeout: Double = 10, host: ChildProc
 /// Sends `lines` on one connection, ends the write side, and reads
 /// everything the host answers until it closes (bounded by `timeout`).
 func exchangeOverSocket(_ path: String, lines: [String], timeout: Double = 10) throws -> [String] {
-    guard let descriptor = connectUnixSocket(path) else { throw HarnessError("cannot connect to \(path)") }
+    let descriptor = try sendOverSocket(path, lines: lines)
     defer { close(descriptor) }
+    return try readAnswers(descriptor, from: path, timeout: timeout)
+}
+
+/// Sends `lines` on a new connection and ends its write side; the caller
+/// reads the answers later with `readAnswers` and closes the descriptor.
+func sendOverSocket(_ path: String, lines: [String]) throws -> Int32 {
+    guard let descriptor = connectUnixSocket(path) else { throw HarnessError("cannot connect to \(path)") }
     let bytes = Array(lines.map { $0 + "\n" }.joined().utf8)
     let sent = bytes.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-    guard sent == bytes.count else { throw HarnessError("short send to \(path)") }
+    guard sent == bytes.count else {
+        close(descriptor)
+        throw HarnessError("short send to \(path)")
+    }
     shutdown(descriptor, Int32(SHUT_WR))
+    return descriptor
+}
+
+/// Reads everything the host answers on `descriptor` until it closes
+/// (bounded by `timeout`), as lines.
+func readAnswers(_ descriptor: Int32, from path: String, timeout: Double = 10) throws -> [String] {
     var received: [UInt8] = []
     var chunk = [UInt8](repeating: 0, count: 65_536)
     let deadline = Date(timeIntervalSinceNow: timeout)

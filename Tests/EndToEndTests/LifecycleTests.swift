@@ -199,7 +199,7 @@ struct LifecycleTests {
     @Test("bad flags: non-zero exit, nothing on stdout")
     func badFlags() throws {
         let host = try HostFixture(["Calculator"])
-        for flags in [["--output", "xml"], ["--timeout", "0"], ["--timeout", "-1"], ["--fifo", "a", "--socket", "b"],
+        for flags in [["--output", "xml"], ["--timeout", "0"], ["--timeout", "-1"],
                       ["--isolation", "sandbox"], ["--no-such-flag"]] {
             let result = try host.run(flags, lines: ["calc://x-callback-url/add?lhs=1&rhs=1"], timeout: 10)
             #expect(result.status != .exited(0), "\(flags)")

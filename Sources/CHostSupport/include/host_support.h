@@ -14,4 +14,10 @@ int xcallback_set_parent_death_signal(int signal);
  * Returns -1 with errno set where unsupported. */
 int xcallback_pidfd_open(int pid);
 
+/* accept4(listener, NULL, NULL, SOCK_CLOEXEC): the connection is
+ * close-on-exec from the start, so a worker or --open command spawned by
+ * another thread at that moment never inherits it (and never holds a
+ * client's connection open). Returns the descriptor, or -1 with errno set. */
+int xcallback_accept_cloexec(int listener);
+
 #endif

@@ -78,7 +78,7 @@ final class PluginHandle: Sendable {
             return Int32(XCALLBACK_ERR_BAD_PATTERN)
         }
         if let owner = conflictOwner(pattern) {
-            logger.error("refused route \(pattern): plug-in '\(owner)' already owns a route of the same shape")
+            logger.error("refused route \(pattern): \(PluginLoader.refusal(of: pattern, owner: owner))")
             return Int32(XCALLBACK_ERR_ROUTE_CONFLICT)
         }
         return state.withLock { state in

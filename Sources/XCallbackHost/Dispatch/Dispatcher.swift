@@ -118,7 +118,8 @@ final class Dispatcher: Sendable {
             }
         }
         pending.began(call, plugin: plugin)
-        if previous == nil { timer.add(pending) }
+        // The built-in await keeps its own, longer deadline.
+        if previous == nil && !match.value.endpoint.keepsOwnDeadlines { timer.add(pending) }
         match.value.endpoint.invoke(handler: match.value.handlerIndex, request: fields, call: call)
         // Answered before invoke returned (the common in-process case): take it
         // off the timer now, while it is hot, instead of at the next compaction.

@@ -31,4 +31,14 @@ enum HostError {
     static func loopDetected(_ message: String) -> Outcome {
         .error(code: "LoopDetected", message: message, domain: domain)
     }
+
+    /// A `response` no `await` is waiting for (client correlation).
+    static func unknownRequestID(_ message: String) -> Outcome {
+        .error(code: "UnknownRequestID", message: message, domain: domain)
+    }
+
+    /// An `await` for an ID another `await` is already waiting for.
+    static func duplicateRequestID(_ message: String) -> Outcome {
+        .error(code: "DuplicateRequestID", message: message, domain: domain)
+    }
 }

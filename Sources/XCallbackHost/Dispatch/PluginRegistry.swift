@@ -81,6 +81,17 @@ final class PluginRegistry: Sendable {
         }
     }
 
+    /// Adds the host's own routes (client correlation): in the table, so
+    /// requests and chain callbacks reach them, but not listed as a plug-in.
+    func addBuiltIn(_ endpoint: any PluginEndpoint, routes: [(pattern: RoutePattern, handler: Int)]) {
+        state.withLock { state in
+            for route in routes {
+                state.table.insert(route.pattern, value: RouteTarget(endpoint: endpoint, handlerIndex: route.handler))
+                state.schemes.insert(route.pattern.scheme)
+            }
+        }
+    }
+
     /// Every endpoint with at least one route.
     var endpoints: [any PluginEndpoint] {
         state.withLock { state in

@@ -66,7 +66,7 @@ extension PluginLoader {
                 continue
             case XCALLBACK_ERR_ROUTE_CONFLICT:
                 let owner = conflictOwner(route) ?? "another plug-in"
-                throw refuse("route \(route): plug-in '\(owner)' already owns a route of the same shape")
+                throw refuse("route \(route): \(PluginLoader.refusal(of: route, owner: owner))")
             default:
                 throw refuse("route \(route): registration failed with status \(status)")
             }

@@ -41,4 +41,10 @@ struct FIFOInput {
         _ = fcntl(reader, F_SETFL, fcntl(reader, F_GETFL) & ~O_NONBLOCK)
         return FIFOInput(readDescriptor: reader, keepAliveDescriptor: keepAlive)
     }
+
+    /// Closes both ends (the host could not start); the FIFO itself stays.
+    func closeDescriptors() {
+        close(readDescriptor)
+        close(keepAliveDescriptor)
+    }
 }

@@ -1,3 +1,5 @@
+import CHostSupport
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -8,13 +10,15 @@ import Musl
 /// request lines and receives its own records on the same connection; the
 /// client signals the end of its requests by shutting down its write side.
 final class SocketListener: Sendable {
-    let path: String
+    /// The socket file to remove when done: the one this host created; nil
+    /// for a socket systemd passed, whose file systemd owns.
+    let ownedPath: String?
     let descriptor: Int32
     /// Connections served at once; more wait in the listen backlog.
     static let maxConnections = 256
 
     init(path: String) throws(HostSetupError) {
-        self.path = path
+        self.ownedPath = path
         var info = stat()
         if lstat(path, &info) == 0 {
             guard (info.st_mode & S_IFMT) == S_IFSOCK else {
@@ -47,6 +51,18 @@ final class SocketListener: Sendable {
         descriptor = fd
     }
 
+    /// Serves a listening socket inherited from systemd (socket activation).
+    init(inherited socket: InheritedSocket) {
+        ownedPath = nil
+        descriptor = socket.descriptor
+    }
+
+    /// Stops listening; removes the socket file if this host created it.
+    func stopListening() {
+        close(descriptor)
+        if let ownedPath { unlink(ownedPath) }
+    }
+
     /// Accepts connections until `stop` is raised, serving each on its own
     /// thread with `serve`; returns when every connection has been served.
     func acceptConnections(until stop: StopSignal, serve: @escaping @Sendable (Int32) -> Void) {
@@ -57,9 +73,8 @@ final class SocketListener: Sendable {
             guard poll(&fds, 2, -1) >= 0 || errno == EINTR else { break }
             if fds[1].revents != 0 { break }
             guard fds[0].revents != 0 else { continue }
-            let connection = accept(descriptor, nil, nil)
+            let connection = xcallback_accept_cloexec(descriptor)
             guard connection >= 0 else { continue }
-            _ = fcntl(connection, F_SETFD, FD_CLOEXEC)
             active.wait(until: { $0 < Self.maxConnections }) { $0 += 1 }
             Threads.detach {
                 serve(connection)
@@ -67,8 +82,7 @@ final class SocketListener: Sendable {
                 active.broadcast()
             }
         }
-        close(descriptor)
-        unlink(path)
+        stopListening()
         active.wait(until: { $0 == 0 }) { _ in }
     }
 }

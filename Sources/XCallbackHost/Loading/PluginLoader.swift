@@ -55,15 +55,26 @@ public struct PluginLoader: Sendable {
         self.logger = logger
     }
 
+    /// Why a route was refused, given the owner the conflict check named.
+    static func refusal(of pattern: RoutePattern, owner: String) -> String {
+        pattern.scheme == Correlation.scheme
+            ? "the scheme '\(Correlation.scheme)' is reserved for the host's built-in routes"
+            : "plug-in '\(owner)' already owns a route of the same shape"
+    }
+
     /// Opens `path`, validates its descriptor, and runs its registration;
     /// or, for a binding manifest (`.xcallback.toml`), binds the functions it
     /// declares (see ``loadManifest(_:conflictOwner:)``).
     /// `conflictOwner` answers whether another plug-in owns a route of the
-    /// same shape (the existing owner keeps it).
+    /// same shape (the existing owner keeps it). Routes on the host's own
+    /// scheme are refused whoever loads the file (host, worker, probe).
     public func load(
         _ path: String,
-        conflictOwner: @escaping @Sendable (RoutePattern) -> String? = { _ in nil }
+        conflictOwner otherOwner: @escaping @Sendable (RoutePattern) -> String? = { _ in nil }
     ) throws(PluginLoadError) -> LoadedPlugin {
+        let conflictOwner: @Sendable (RoutePattern) -> String? = { pattern in
+            pattern.scheme == Correlation.scheme ? Correlation.scheme : otherOwner(pattern)
+        }
         if path.hasSuffix(BindingManifest.suffix) {
             return try loadManifest(path, conflictOwner: conflictOwner)
         }

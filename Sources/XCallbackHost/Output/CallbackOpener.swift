@@ -29,7 +29,7 @@ final class CallbackOpener: Sendable {
                 running.withLock { $0 -= 1 }
                 running.broadcast()
             }
-            let status = Self.spawnAndWait(command, url)
+            let status = OpenCommand.run(command, url: url)
             switch status {
             case .success(0): break
             case .success(let code): logger.warning("--open: '\(command)' exited with status \(code) for \(url)")
@@ -42,24 +42,4 @@ final class CallbackOpener: Sendable {
     func drain() {
         running.wait(until: { $0 == 0 }) { _ in }
     }
-
-    private static func spawnAndWait(_ command: String, _ url: String) -> Result<Int32, SpawnFailure> {
-        var pid = pid_t()
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        // The command's stdout must not mix with outcome records.
-        posix_spawn_file_actions_adddup2(&actions, 2, 1)
-        let arguments: [UnsafeMutablePointer<CChar>?] = [strdup(command), strdup(url), nil]
-        defer { arguments.forEach { free($0) } }
-        let status = posix_spawnp(&pid, command, &actions, nil, arguments, environ)
-        guard status == 0 else { return .failure(SpawnFailure(message: String(cString: strerror(status)))) }
-        // A shell's convention: a death by signal N reads as status 128 + N.
-        let exit = WorkerExit.wait(for: pid)
-        return .success(exit.signal.map { 128 + $0 } ?? exit.exitCode ?? 0)
-    }
-}
-
-private struct SpawnFailure: Error {
-    var message: String
 }

@@ -12,15 +12,36 @@ final class OutputSink: Sendable {
     let format: OutputFormat
     let keepOrder: Bool
     let opener: CallbackOpener?
-    private let writer: BufferedWriter
+    /// Counts every record written, shared by all the host's sinks.
+    let tally: OutcomeTally
+    private let writer: any OutputWriter
     private let state = ConditionLock(State())
 
-    init(descriptor: Int32, format: OutputFormat, keepOrder: Bool,
-         opener: CallbackOpener?, onClosed: @escaping @Sendable () -> Void) {
-        self.writer = BufferedWriter(descriptor: descriptor, onClosed: onClosed)
+    /// A sink writing to `descriptor` (stdout); `onClosed` runs when its
+    /// reader is gone.
+    convenience init(descriptor: Int32, format: OutputFormat, keepOrder: Bool,
+                     opener: CallbackOpener?, tally: OutcomeTally = OutcomeTally(),
+                     onClosed: @escaping @Sendable () -> Void) {
+        self.init(writer: BufferedWriter(descriptor: descriptor, onClosed: onClosed), format: format,
+                  keepOrder: keepOrder, opener: opener, tally: tally)
+    }
+
+    /// A sink for one socket connection: a client that does not read its
+    /// records stalls only itself (see `ConnectionWriter`).
+    convenience init(connection: Int32, format: OutputFormat, keepOrder: Bool, tally: OutcomeTally,
+                     stop: StopSignal, gracePeriod: Duration) {
+        let writer = ConnectionWriter(descriptor: connection, maxWaitingRecords: Int(InputLoop.maxInFlight),
+                                      stop: stop, gracePeriod: gracePeriod)
+        self.init(writer: writer, format: format, keepOrder: keepOrder, opener: nil, tally: tally)
+    }
+
+    private init(writer: any OutputWriter, format: OutputFormat, keepOrder: Bool,
+                 opener: CallbackOpener?, tally: OutcomeTally) {
+        self.writer = writer
         self.format = format
         self.keepOrder = keepOrder
         self.opener = opener
+        self.tally = tally
     }
 
     /// Writes (or opens) one record; in input order with `--keep-order`.
@@ -42,8 +63,11 @@ final class OutputSink: Sendable {
         state.broadcast()
     }
 
-    /// Writes whatever is buffered.
-    func flush() { writer.flush() }
+    /// Writes whatever is buffered, and returns once it is written.
+    func flush() { writer.finish() }
+
+    /// Waits while too many records wait for a reader (back-pressure).
+    func waitForRoom() { writer.waitForRoom() }
 
     /// Records emitted so far.
     var emittedCount: UInt64 { state.withLock { $0.emitted } }
@@ -54,6 +78,7 @@ final class OutputSink: Sendable {
     }
 
     private func deliver(_ record: OutcomeRecord) {
+        tally.count(record.outcome)
         if let opener, let url = record.resolvedCallback {
             opener.open(url)
         } else {
