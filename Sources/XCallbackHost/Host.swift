@@ -24,11 +24,11 @@ public final class Host: Sendable {
     /// How the records written so far ended, over every input stream.
     let tally = OutcomeTally()
     /// One reconcile at a time (watcher and SIGHUP may race).
-    private let rescanLock = Mutex(())
+    private let rescanLock = Lock(())
     let spawner = WorkerSpawner()
     let discovery: PluginDiscovery
     /// The stamp of every plug-in file looked at, loaded or refused.
-    private let stamps = Mutex<[String: FileStamp]>([:])
+    private let stamps = Lock<[String: FileStamp]>([:])
 
     public init(configuration: HostConfiguration, logger: Logger) {
         self.configuration = configuration
@@ -357,17 +357,33 @@ public final class Host: Sendable {
         opener?.drain()
         watchdog.stop()
         dispatcher.stop()
-        stopWorkers()
+        stopPlugins()
     }
 
-    /// Asks every worker to run its plug-in's shutdown hook and exit, and
-    /// waits for them (bounded): no worker outlives the host.
-    func stopWorkers() {
-        let workers = registry.endpoints.compactMap { $0 as? WorkerEndpoint }
-        for worker in workers { worker.shutdown() }
+    /// Runs every plug-in's shutdown hook, bounded to 2 s in all: workers
+    /// run it and exit (no worker outlives the host); in-process plug-ins run
+    /// it on a thread of their own, so a hook that never returns cannot keep
+    /// the host from exiting.
+    func stopPlugins() {
+        let endpoints = registry.endpoints
         let deadline = MonotonicClock.now + 2_000_000_000
+        let workers = endpoints.compactMap { $0 as? WorkerEndpoint }
+        for worker in workers { worker.shutdown() }
+        let inProcess = endpoints.compactMap { $0 as? InProcessEndpoint }
+        let unfinished = ConditionLock(inProcess.count)
+        for endpoint in inProcess {
+            Threads.detach {
+                endpoint.plugin.shutdown()
+                unfinished.withLock { $0 -= 1 }
+                unfinished.broadcast()
+            }
+        }
         for worker in workers {
             worker.waitForExit(until: deadline)
+        }
+        let finished = unfinished.wait(until: { $0 == 0 }, deadline: deadline) { $0 == 0 }
+        if !finished {
+            logger.warning("an in-process plug-in's shutdown hook did not return within 2 s; exiting without it")
         }
     }
 }

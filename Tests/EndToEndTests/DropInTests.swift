@@ -64,7 +64,7 @@ struct DropInTests {
 
         /// Asks until `accept` holds (each answer waited for), at most `seconds`.
         func askUntil(_ line: String, seconds: Double, _ accept: (Record) -> Bool) throws -> Record {
-            let deadline = Date(timeIntervalSinceNow: seconds)
+            let deadline = Date(timeIntervalSinceNow: TestTiming.scaled(seconds))
             var record = try ask(line)
             while !accept(record) && Date() < deadline {
                 // The change is asynchronous by design; re-ask a few times a second.

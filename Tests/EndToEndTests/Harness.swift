@@ -139,7 +139,7 @@ private final class ChildState: @unchecked Sendable {
 
     /// Waits until `predicate` holds (called under the lock), or the deadline.
     func wait(timeout: Double, until predicate: () -> Bool) -> Bool {
-        let deadline = Date(timeIntervalSinceNow: timeout)
+        let deadline = Date(timeIntervalSinceNow: TestTiming.scaled(timeout))
         condition.lock()
         defer { condition.unlock() }
         while !predicate() {
@@ -539,7 +539,7 @@ struct Record: Equatable, Sendable, CustomStringConvertible {
 /// Waits until a host has the FIFO at `path` open for reading (a
 /// non-blocking open for writing then succeeds). Polls: there is no event.
 func waitForFIFOReader(_ path: String, timeout: Double = 10, host: ChildProcess? = nil) -> Bool {
-    let deadline = Date(timeIntervalSinceNow: timeout)
+    let deadline = Date(timeIntervalSinceNow: TestTiming.scaled(timeout))
     while Date() < deadline {
         let descriptor = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
         if descriptor >= 0 {
@@ -582,7 +582,7 @@ func connectUnixSocket(_ path: String) -> Int32? {
 /// Waits until a host accepts connections on the socket at `path`. Polls:
 /// there is no event. The probe connection sends nothing and closes.
 func waitForSocketListener(_ path: String, timeout: Double = 10, host: ChildProcess? = nil) -> Bool {
-    let deadline = Date(timeIntervalSinceNow: timeout)
+    let deadline = Date(timeIntervalSinceNow: TestTiming.scaled(timeout))
     while Date() < deadline {
         if let descriptor = connectUnixSocket(path) {
             close(descriptor)
@@ -621,7 +621,7 @@ func sendOverSocket(_ path: String, lines: [String]) throws -> Int32 {
 func readAnswers(_ descriptor: Int32, from path: String, timeout: Double = 10) throws -> [String] {
     var received: [UInt8] = []
     var chunk = [UInt8](repeating: 0, count: 65_536)
-    let deadline = Date(timeIntervalSinceNow: timeout)
+    let deadline = Date(timeIntervalSinceNow: TestTiming.scaled(timeout))
     while true {
         let remaining = Int32(max(0, deadline.timeIntervalSinceNow * 1000))
         var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
@@ -673,4 +673,17 @@ func recordParameters(_ record: String) -> [(name: String, value: String)] {
         let value = parts.count > 1 ? (String(parts[1]).removingPercentEncoding ?? String(parts[1])) : ""
         return (name, value)
     }
+}
+
+/// Stretches the tests' time limits by `XCALLBACK_TEST_TIME_SCALE` (default
+/// 1). The sanitizers slow the host 3-15 times (`.ci/sanitize` sets it), and
+/// a bound that only says "this did not hang" must not fail for that.
+enum TestTiming {
+    static let scale: Double = {
+        guard let text = ProcessInfo.processInfo.environment["XCALLBACK_TEST_TIME_SCALE"],
+              let value = Double(text), value >= 1 else { return 1 }
+        return value
+    }()
+
+    static func scaled(_ seconds: Double) -> Double { seconds * scale }
 }

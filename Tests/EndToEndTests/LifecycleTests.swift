@@ -227,9 +227,9 @@ struct LifecycleTests {
         repeat {
             if last != nil { usleep(50_000) }  // polling: the host gives no event for it
             last = try xcallback(["call", "--socket", socketPath, "myapp://alert/show?title=a&message=b"])
-        } while last?.status != .exited(0) && Date().timeIntervalSince(added) < 3
+        } while last?.status != .exited(0) && Date().timeIntervalSince(added) < TestTiming.scaled(3)
         #expect(last?.lines == ["success?title=a&message=b"])
-        #expect(Date().timeIntervalSince(added) < 2.5)
+        #expect(Date().timeIntervalSince(added) < TestTiming.scaled(2.5))
         child.send(signal: SIGTERM)
         #expect(child.waitForExit(timeout: 10) == .exited(0))
     }

@@ -1,6 +1,5 @@
 import CXCallback
 import Foundation
-import Synchronization
 import Testing
 import XCallbackURL
 
@@ -73,7 +72,7 @@ struct RegisteredFunctionTests {
     }
     """#
 
-    private static let built = Mutex<Result<String, TestFailure>?>(nil)
+    private static let built = Lock<Result<String, TestFailure>?>(nil)
 
     static func pluginPath() throws -> String {
         try built.withLock { built in
@@ -93,7 +92,7 @@ struct RegisteredFunctionTests {
         }
     }
 
-    private static let driver = Mutex<Driver?>(nil)
+    private static let driver = Lock<Driver?>(nil)
 
     static func loaded() throws -> Driver {
         let path = try pluginPath()

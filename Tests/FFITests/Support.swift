@@ -1,6 +1,5 @@
 import Foundation
 import Logging
-import Synchronization
 import Testing
 import XCallbackRouting
 import XCallbackURL
@@ -94,7 +93,7 @@ func loadError(_ path: String) throws -> PluginLoadError {
 
 /// Collects the one result of a handler call; waits for it with a bound.
 final class ResultBox: Sendable {
-    private let results = Mutex<[HandlerResult]>([])
+    private let results = Lock<[HandlerResult]>([])
 
     func put(_ result: HandlerResult) { results.withLock { $0.append(result) } }
 

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 @testable import XCallbackHost
 
@@ -94,7 +93,7 @@ enum TestLibrary {
         return text
     }
 
-    private static let built = Mutex<Result<String, TestFailure>?>(nil)
+    private static let built = Lock<Result<String, TestFailure>?>(nil)
 
     /// The manifest's path, building the library on first use.
     static func manifestPath() throws -> String {
@@ -116,7 +115,7 @@ enum TestLibrary {
         }
     }
 
-    private static let driver = Mutex<Driver?>(nil)
+    private static let driver = Lock<Driver?>(nil)
 
     /// The manifest loaded once (libraries are never unloaded anyway).
     static func loaded() throws -> Driver {
@@ -130,6 +129,6 @@ enum TestLibrary {
     }
 
     /// Directories that must outlive every test (a loaded library's file).
-    private static let kept = Mutex<[TemporaryDirectory]>([])
+    private static let kept = Lock<[TemporaryDirectory]>([])
     static func keep(_ directory: TemporaryDirectory) { kept.withLock { $0.append(directory) } }
 }

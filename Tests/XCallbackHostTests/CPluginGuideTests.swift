@@ -1,6 +1,5 @@
 import CXCallback
 import Foundation
-import Synchronization
 import Testing
 import XCallbackURL
 
@@ -13,7 +12,7 @@ struct CPluginGuideTests {
     /// Builds hello.c once, as section 1 of the guide does: copy the example
     /// directory, then `cc -std=c11 -Wall -shared -fPIC -I<include> hello.c -o hello.so`.
     enum Hello {
-        private static let built = Mutex<Result<(path: String, output: String), TestFailure>?>(nil)
+        private static let built = Lock<Result<(path: String, output: String), TestFailure>?>(nil)
 
         static func build() throws -> (path: String, output: String) {
             try built.withLock { built in

@@ -1,7 +1,6 @@
 import CXCallback
 import Dispatch
 import Foundation
-import Synchronization
 import Testing
 import XCallbackURL
 
@@ -178,7 +177,7 @@ struct HostAPITests {
 
 /// Serialises the tests that use the plug-in's single saved reply.
 enum LaterLock {
-    static let shared = Mutex(())
+    static let shared = Lock(())
 }
 
 /// `ReplyTable`, the exactly-once guard behind every completion function.
@@ -244,7 +243,7 @@ struct ReplyTableTests {
     @Test func racingCompletionsDeliverExactlyOnce() {
         let recorder = Recorder()
         let replies = (0..<64).map { _ in HostAPI.replies.open(request: request(), plugin: "race") { recorder.record($0) } }
-        let accepted = Mutex(0)
+        let accepted = Lock(0)
         for reply in replies {
             DispatchQueue.concurrentPerform(iterations: 8) { attempt in
                 let status = attempt.isMultiple(of: 2)

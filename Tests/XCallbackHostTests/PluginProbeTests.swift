@@ -1,7 +1,6 @@
 import CXCallback
 import Dispatch
 import Foundation
-import Synchronization
 import Testing
 
 @testable import XCallbackHost
@@ -201,7 +200,7 @@ struct PluginProbeTests {
         let directory = try TemporaryDirectory()
         let path = try constructorPlugin("hangs", "for (;;) pause();", in: directory)
         let done = DispatchSemaphore(value: 0)
-        let result = Mutex<PluginStatus?>(nil)
+        let result = Lock<PluginStatus?>(nil)
         Thread.detachNewThread {
             let status = PluginProbe.probe(path, executable: Paths.xcallback, allowInsecure: false, timeLimit: 1)
             result.withLock { $0 = status }

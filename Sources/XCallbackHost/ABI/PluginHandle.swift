@@ -1,6 +1,5 @@
 import CXCallback
 import Logging
-import Synchronization
 import XCallbackRouting
 
 /// A plug-in's handler function and its user data, as registered.
@@ -27,7 +26,7 @@ final class PluginHandle: Sendable {
     /// Returns the owner of a same-shape route in another plug-in, if any:
     /// the host's policy is that an existing owner keeps its route.
     private let conflictOwner: @Sendable (RoutePattern) -> String?
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     private struct State {
         var registering = false

@@ -1,5 +1,4 @@
 import CXCallback
-import Synchronization
 
 /// Maps the `xcallback_reply` tokens handed to plug-ins to the requests
 /// waiting for them, and enforces exactly-once completion.
@@ -38,7 +37,7 @@ final class ReplyTable: Sendable {
         var expired: [UInt64: (request: NativeRequest, plugin: String)] = [:]
     }
 
-    private let storage = Mutex(Storage())
+    private let storage = Lock(Storage())
 
     /// Registers a pending handler call and returns its token.
     func open(request: NativeRequest, plugin: String, deliver: @escaping Delivery) -> xcallback_reply {

@@ -1,4 +1,3 @@
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -13,7 +12,7 @@ import Musl
 public final class DiagnosticConsole: Sendable {
     private let descriptor: Int32
     /// Whether a status line is on screen, waiting to be rewritten or erased.
-    private let statusShown = Mutex(false)
+    private let statusShown = Lock(false)
 
     /// Back to the start of the line, and erase to its end.
     private static let eraseLine = "\r\u{1B}[K"

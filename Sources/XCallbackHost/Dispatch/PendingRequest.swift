@@ -21,7 +21,7 @@ final class PendingRequest: Sendable {
     let deadline: UInt64
 
     private let finished = Atomic<Bool>(false)
-    private let state: Mutex<State>
+    private let state: Lock<State>
 
     private struct State: @unchecked Sendable {
         // @unchecked: RouteMatches iterates a value copy of the table; the
@@ -46,7 +46,7 @@ final class PendingRequest: Sendable {
         self.sink = sink
         self.deadline = deadline
         let first = table.firstMatch(scheme: url.scheme, host: url.host, path: url.pathSegments)
-        self.state = Mutex(State(first: first, table: table))
+        self.state = Lock(State(first: first, table: table))
     }
 
     var isFinished: Bool { finished.load(ordering: .acquiring) }

@@ -22,7 +22,7 @@ extension PluginEndpoint {
 /// retire the attempt if the host gives up on it first.
 final class HandlerCall: Sendable {
     let deliver: @Sendable (HandlerResult) -> Void
-    private let abandonment = Synchronization.Mutex(Abandonment.open(nil))
+    private let abandonment = Lock(Abandonment.open(nil))
 
     private enum Abandonment {
         /// Still running, with what to do if the host gives up on it.
@@ -57,4 +57,3 @@ final class HandlerCall: Sendable {
     }
 }
 
-import Synchronization

@@ -1,4 +1,3 @@
-import Synchronization
 import XCallbackRouting
 
 /// What the host knows about one plug-in file: loaded with its routes, or
@@ -39,7 +38,7 @@ final class PluginRegistry: Sendable {
         var schemes: Set<String> = []
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     var table: RouteTable<RouteTarget> { state.withLock { $0.table } }
     var statuses: [PluginStatus] { state.withLock { $0.statuses } }

@@ -18,7 +18,7 @@ final class HandoffLoop<Item>: StallWatchable, @unchecked Sendable {
     private let read: () -> Item?
     private let process: (Item) -> Void
     private let watchdog: StallWatchdog?
-    private let state = Mutex(State())
+    private let state = Lock(State())
     private let finished = ConditionLock(false)
 
     private struct State {
@@ -90,7 +90,7 @@ protocol StallWatchable: AnyObject, Sendable {
 
 /// Checks the loops for stalled items a few times a second.
 final class StallWatchdog: Sendable {
-    private let loops = Mutex<[any StallWatchable]>([])
+    private let loops = Lock<[any StallWatchable]>([])
     private let running = Atomic<Bool>(false)
     /// Processing one item longer than this hands the input to a new thread.
     let threshold: UInt64

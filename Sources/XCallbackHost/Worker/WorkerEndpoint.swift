@@ -1,5 +1,4 @@
 import Logging
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -21,7 +20,7 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
     /// The routes of the first worker, in handler order; a restarted worker
     /// must report the same, or the plug-in is disabled.
     private let routes: [String]
-    private let state: Mutex<State>
+    private let state: Lock<State>
 
     private struct State {
         var current: WorkerProcess?
@@ -48,7 +47,7 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
         self.executable = executable
         self.policy = policy
         self.logger = logger
-        self.state = Mutex(State(current: worker))
+        self.state = Lock(State(current: worker))
         watch(worker)
     }
 

@@ -1,5 +1,4 @@
 import Logging
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -15,7 +14,7 @@ final class WorkerProcess: Sendable {
     private let socket: Int32
     private let writer: BufferedWriter
     private let reader: UncheckedFrameReader
-    private let state = Mutex(State())
+    private let state = Lock(State())
     /// Becomes true once the process has been reaped.
     private let ended = ConditionLock(false)
 

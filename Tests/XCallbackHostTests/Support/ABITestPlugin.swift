@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import XCallbackHost
 
 /// A C plug-in that exercises every function of the host API table and
 /// reports what it saw, either in its reply or through exported hooks that
@@ -243,7 +243,7 @@ enum ABITestPlugin {
     /// The registration statuses the plug-in records, in order.
     static let expectedStatuses: [Int32] = [0, 0, 0, 0, -1, -1, -1, -2, -1, -2, -2, 0, 0, 0, 0, 0, 0, 0]
 
-    private static let built = Mutex<Result<String, TestFailure>?>(nil)
+    private static let built = Lock<Result<String, TestFailure>?>(nil)
 
     /// Compiles the plug-in once and returns its path (the directory stays
     /// for the life of the test process: a loaded library is never unloaded).

@@ -2,7 +2,6 @@ import CXCallback
 import Dispatch
 import Foundation
 import Logging
-import Synchronization
 import Testing
 import XCallbackRouting
 import XCallbackURL
@@ -98,8 +97,8 @@ final class TemporaryDirectory: Sendable {
 /// Directories that must outlive every test (they hold libraries loaded
 /// once per process) and are removed when the process exits.
 enum ProcessLifetimeDirectories {
-    private static let kept = Mutex<[TemporaryDirectory]>([])
-    private static let registered = Mutex(false)
+    private static let kept = Lock<[TemporaryDirectory]>([])
+    private static let registered = Lock(false)
 
     static func keep(_ directory: TemporaryDirectory) {
         kept.withLock { $0.append(directory) }
@@ -286,7 +285,7 @@ typealias CIntOfIntFunction = @convention(c) (Int32) -> Int32
 
 /// Log lines captured by `Logger.capturing`.
 final class LogCapture: Sendable {
-    private let storage = Mutex<[String]>([])
+    private let storage = Lock<[String]>([])
 
     var lines: [String] { storage.withLock { $0 } }
 
@@ -324,7 +323,7 @@ extension Logger {
 
 /// Records every result a `HandlerCall` delivers, and on which thread.
 final class Recorder: Sendable {
-    private let storage = Mutex<[(result: HandlerResult, thread: pthread_t)]>([])
+    private let storage = Lock<[(result: HandlerResult, thread: pthread_t)]>([])
     private let signal = DispatchSemaphore(value: 0)
 
     var results: [HandlerResult] { storage.withLock { $0.map(\.result) } }
@@ -435,7 +434,7 @@ struct PluginUnderTest: Sendable {
 /// Loads each library once per test process: a plug-in's registration
 /// runs once, as in a host, and every test shares the result.
 enum LoadedPlugins {
-    private static let cache = Mutex<[String: PluginUnderTest]>([:])
+    private static let cache = Lock<[String: PluginUnderTest]>([:])
     static let log = LogCapture()
 
     static func load(_ path: String) throws -> PluginUnderTest {
