@@ -50,7 +50,7 @@ public struct RouteMatches<Value: Sendable>: Sequence, IteratorProtocol, Sendabl
                     continue
                 }
                 stack[top].step = .argumentChild
-                if let child = table.trie.nodes[frame.node].literals[segment(frame.depth)] {
+                if let child = table.trie.nodes[frame.node].literals[ByteExactText(segment(frame.depth))] {
                     stack.append(Frame(node: child, depth: frame.depth + 1, step: .literalChild))
                 }
             case .argumentChild:

@@ -6,7 +6,7 @@
 /// Literal segments may use `%XX` escapes; they are decoded and compared with the
 /// (decoded) segments of the request.
 ///
-/// Two patterns are equal when their text is equal.
+/// Two patterns are equal when their texts are the same bytes.
 public struct RoutePattern: Hashable, Sendable, CustomStringConvertible {
     /// The pattern as registered.
     public let text: String
@@ -66,7 +66,9 @@ public struct RoutePattern: Hashable, Sendable, CustomStringConvertible {
 
     public var description: String { text }
 
-    public static func == (lhs: RoutePattern, rhs: RoutePattern) -> Bool { lhs.text == rhs.text }
+    public static func == (lhs: RoutePattern, rhs: RoutePattern) -> Bool {
+        ByteExactText(lhs.text) == ByteExactText(rhs.text)
+    }
 
-    public func hash(into hasher: inout Hasher) { hasher.combine(text) }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ByteExactText(text)) }
 }

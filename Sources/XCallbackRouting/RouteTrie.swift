@@ -14,7 +14,8 @@ struct RouteTrie: Sendable {
     }
 
     struct Node: Sendable {
-        var literals: [String: Int] = [:]
+        /// Literal children, keyed byte for byte (see `ByteExactText`).
+        var literals: [ByteExactText: Int] = [:]
         /// The child reached by an `:argument` segment; all argument names share it, which
         /// is what makes routes differing only in names the same shape.
         var argument: Int?
@@ -41,11 +42,12 @@ struct RouteTrie: Sendable {
         for segment in segments {
             switch segment {
             case .literal(let text):
-                if let child = nodes[node].literals[text] {
+                let key = ByteExactText(text)
+                if let child = nodes[node].literals[key] {
                     node = child
                 } else {
                     let child = newNode()
-                    nodes[node].literals[text] = child
+                    nodes[node].literals[key] = child
                     node = child
                 }
             case .argument:
@@ -70,7 +72,7 @@ struct RouteTrie: Sendable {
         for segment in segments {
             switch segment {
             case .literal(let text):
-                guard let child = nodes[node].literals[text] else { return [] }
+                guard let child = nodes[node].literals[ByteExactText(text)] else { return [] }
                 node = child
             case .argument:
                 guard let child = nodes[node].argument else { return [] }
@@ -107,7 +109,7 @@ struct RouteTrie: Sendable {
             if let ending = nodes[node].endings.first { return ending }
         } else {
             let segment = depth == 0 ? host : path[depth - 1]
-            if let child = nodes[node].literals[segment],
+            if let child = nodes[node].literals[ByteExactText(segment)],
                let ending = firstEnding(node: child, depth: depth + 1, host: host, path: path) {
                 return ending
             }

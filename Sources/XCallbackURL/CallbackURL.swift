@@ -2,7 +2,7 @@
 public enum CallbackURL {
     /// `url` with `parameters` percent-encoded and appended: after `&` if the URL
     /// already has a query, else after `?`, and before any `#fragment`.
-    /// A query that already ends in `?` or `&` gets no second separator.
+    /// An empty query (`app://ok?`) or one ending in `&` gets no second separator.
     public static func appending(_ parameters: [QueryParameter], to url: String) -> String {
         if parameters.isEmpty { return url }
         var output: [UInt8] = []
@@ -49,11 +49,13 @@ public enum CallbackURL {
                 if joining == .callback {
                     fragmentStart = ByteSearch.firstIndex(
                         of: ASCII.hash, in: base, from: 0, to: prefix.count, limit: prefix.count)
-                    let hasQuery = ByteSearch.firstIndex(
-                        of: ASCII.question, in: base, from: 0, to: fragmentStart, limit: prefix.count) < fragmentStart
-                    if hasQuery {
-                        let last = base[fragmentStart - 1]
-                        separator = last == ASCII.question || last == ASCII.ampersand ? 0 : ASCII.ampersand
+                    let queryStart = ByteSearch.firstIndex(
+                        of: ASCII.question, in: base, from: 0, to: fragmentStart, limit: prefix.count)
+                    if queryStart < fragmentStart {
+                        // Only the '?' that starts the query stands for "empty query": a later
+                        // '?' is part of the last value ("app://ok?q=why?") and needs the '&'.
+                        let queryIsEmpty = queryStart == fragmentStart - 1
+                        separator = queryIsEmpty || base[fragmentStart - 1] == ASCII.ampersand ? 0 : ASCII.ampersand
                     }
                 }
                 target.update(from: base, count: fragmentStart)
