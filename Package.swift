@@ -80,6 +80,16 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Replays the fuzz seed corpus and past findings through the fuzz targets'
+        // own property checks (Fuzz/Properties, shared with `Fuzz/run`, which builds
+        // the targets with swiftc outside SwiftPM).
+        .testTarget(
+            name: "FuzzCorpusReplayTests",
+            dependencies: ["XCallbackURL", "XCallbackRouting", "XCallbackHost"],
+            path: "Fuzz",
+            exclude: ["run", "Targets", "corpus", "regressions", "dictionaries"],
+            sources: ["Properties", "Tests"]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )
