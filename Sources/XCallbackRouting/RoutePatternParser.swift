@@ -246,9 +246,11 @@ struct RoutePatternParser {
             }
         }
         var unique: [[RouteSegment]] = []
+        // A set, not `unique.contains`: 256 alternatives would take 32,000 comparisons.
+        var seen = Set<[RouteSegment]>()
         for alternative in expanded {
             let segments = alternative.map(\.segment)
-            if !unique.contains(segments) { unique.append(segments) }
+            if seen.insert(segments).inserted { unique.append(segments) }
         }
         // Stable by construction: ties keep their expansion order.
         return unique.enumerated()
