@@ -291,7 +291,7 @@ struct BadInputTests {
     }
 
     @Test("hostile lines interleaved with good ones (-k): exactly one record per counted line, in order, nothing lost",
-          .timeLimit(.minutes(5)))
+          .scaledTimeLimit(minutes: 5))
     func mixedFile() throws {
         let scale: Int = try environmentInteger("XCALLBACK_STRESS_SCALE", default: 1)
         var generator = SplitMix64(seed: 0xBAD1_1DE5)
@@ -326,7 +326,7 @@ struct BadInputTests {
     }
 
     @Test("a 1 MiB line is InvalidURL at once and the next line is answered without waiting for more input",
-          .timeLimit(.minutes(1)))
+          .scaledTimeLimit(minutes: 1))
     func hugeLineThenNext() throws {
         let host = try HostFixture(["Calculator"])
         let child = try host.start()

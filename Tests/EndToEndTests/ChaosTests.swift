@@ -27,7 +27,7 @@ struct ChaosTests {
     static let clientCount = 4
 
     @Test("crashes, hangs and sleeps across two replacements: one right outcome each, a live host, bounded memory, no leftover worker",
-          .timeLimit(.minutes(60)))
+          .scaledTimeLimit(minutes: 60))
     func chaos() throws {
         let count: Int = try environmentInteger("XCALLBACK_CHAOS_REQUESTS", default: 2000)
         let rate: Int = try environmentInteger("XCALLBACK_CHAOS_RATE", default: 200)

@@ -49,7 +49,7 @@ struct ConcurrencyTests {
     }
 
     @Test("FIFO: 8 writers at once, atomic writes up to PIPE_BUF: one record per line, none torn or lost",
-          .timeLimit(.minutes(5)), arguments: ["none", "process"])
+          .scaledTimeLimit(minutes: 5), arguments: ["none", "process"])
     func fifoWriters(isolation: String) throws {
         let perWriter = 250 * (try Self.scale())
         let host = try HostFixture(["Calculator"], isolation: isolation)
@@ -139,7 +139,7 @@ struct ConcurrencyTests {
         return problems
     }
 
-    @Test("socket: 32 clients at once each get exactly their own records", .timeLimit(.minutes(5)),
+    @Test("socket: 32 clients at once each get exactly their own records", .scaledTimeLimit(minutes: 5),
           arguments: ["none", "process"])
     func socketClients(isolation: String) throws {
         let perClient = 50 * (try Self.scale())
@@ -165,7 +165,7 @@ struct ConcurrencyTests {
     }
 
     @Test("socket: a client may send 4096 requests before it reads anything, however long their records",
-          .timeLimit(.minutes(2)), arguments: ["none", "process"])
+          .scaledTimeLimit(minutes: 2), arguments: ["none", "process"])
     func sendEverythingThenRead(isolation: String) throws {
         let count = 4096  // InputLoop.maxInFlight, the documented window
         let host = try HostFixture(["Calculator"], isolation: isolation)
@@ -193,7 +193,7 @@ struct ConcurrencyTests {
         #expect(child.waitForExit(timeout: 20) == .exited(0), "stderr: \(child.stderr.suffix(1000))")
     }
 
-    @Test("socket: a client that stops reading its records stalls no other connection", .timeLimit(.minutes(2)),
+    @Test("socket: a client that stops reading its records stalls no other connection", .scaledTimeLimit(minutes: 2),
           arguments: ["none", "process"])
     func clientNotReading(isolation: String) throws {
         let host = try HostFixture(["Calculator"], isolation: isolation)
@@ -232,7 +232,7 @@ struct ConcurrencyTests {
 
 extension ConcurrencyTests {
     @Test("socket: SIGTERM waits for a client that never reads only the grace period, then exits 0",
-          .timeLimit(.minutes(1)))
+          .scaledTimeLimit(minutes: 1))
     func stopWithClientNotReading() throws {
         let host = try HostFixture(["Calculator"], isolation: "process")
         let socketPath = host.scratch.file("s")

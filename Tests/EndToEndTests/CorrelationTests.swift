@@ -15,7 +15,7 @@ struct CorrelationTests {
     // MARK: call --via-open
 
     @Test("via-open: the other program's success, error and cancel come back as the call's record",
-          .timeLimit(.minutes(1)))
+          .scaledTimeLimit(minutes: 1))
     func answers() throws {
         let host = try CorrelationHost()
         let app = try StandInApp(in: host.fixture.scratch, fifo: host.fifo)
@@ -59,7 +59,7 @@ struct CorrelationTests {
     }
 
     @Test("via-open: no answer within --timeout → exit 4; an opener that fails or cannot start → exit 5",
-          .timeLimit(.minutes(1)))
+          .scaledTimeLimit(minutes: 1))
     func timeoutsAndOpenerFailures() throws {
         let host = try CorrelationHost()
         let app = try StandInApp(in: host.fixture.scratch, fifo: host.fifo)
@@ -110,7 +110,7 @@ struct CorrelationTests {
     // MARK: the built-in actions
 
     @Test("response and await: malformed parameters are ParameterError; an unknown ID is UnknownRequestID",
-          .timeLimit(.minutes(1)))
+          .scaledTimeLimit(minutes: 1))
     func builtInErrors() throws {
         let host = try CorrelationHost(output: "jsonl")
         let base = "xcallback://x-callback-url/"
@@ -140,7 +140,7 @@ struct CorrelationTests {
     }
 
     @Test("await: a second await for the same ID is DuplicateRequestID; a repeated response is UnknownRequestID at once",
-          .timeLimit(.minutes(1)))
+          .scaledTimeLimit(minutes: 1))
     func duplicatesAndRepeats() throws {
         let host = try CorrelationHost()
         let id = "dup0123456789abc"
@@ -165,7 +165,7 @@ struct CorrelationTests {
         try host.stop()
     }
 
-    @Test("a response read before its await is kept a moment and paired with it", .timeLimit(.minutes(1)))
+    @Test("a response read before its await is kept a moment and paired with it", .scaledTimeLimit(minutes: 1))
     func responseBeforeAwait() throws {
         let host = try CorrelationHost()
         let id = "early0123456789a"
@@ -179,7 +179,7 @@ struct CorrelationTests {
         try host.stop()
     }
 
-    @Test("chains: a plug-in's callback to the response action answers the await", .timeLimit(.minutes(1)))
+    @Test("chains: a plug-in's callback to the response action answers the await", .scaledTimeLimit(minutes: 1))
     func chainAnswersAwait() throws {
         let host = try CorrelationHost()
         let id = "chain0123456789a"
@@ -194,7 +194,7 @@ struct CorrelationTests {
         try host.stop()
     }
 
-    @Test("a pending await ends at once with Timeout when the host stops", .timeLimit(.minutes(1)))
+    @Test("a pending await ends at once with Timeout when the host stops", .scaledTimeLimit(minutes: 1))
     func awaitEndsOnStop() throws {
         let host = try CorrelationHost(extra: ["--log-level", "debug"])
         let id = "stop0123456789ab"

@@ -82,7 +82,7 @@ struct DropInTests {
 
     static let add = "calc://x-callback-url/add?lhs=1&rhs=2"
 
-    @Test("a dropped-in plug-in answers within 5 s; a removed one stops answering", .timeLimit(.minutes(1)),
+    @Test("a dropped-in plug-in answers within 5 s; a removed one stops answering", .scaledTimeLimit(minutes: 1),
           arguments: ["process", "none"])
     func addThenRemove(isolation: String) throws {
         let session = try FIFOHost(isolation: isolation)
@@ -99,7 +99,7 @@ struct DropInTests {
         session.stop()
     }
 
-    @Test("a truncated copy is rejected and logged; a valid file renamed over it loads", .timeLimit(.minutes(1)))
+    @Test("a truncated copy is rejected and logged; a valid file renamed over it loads", .scaledTimeLimit(minutes: 1))
     func truncatedThenFixed() throws {
         let session = try FIFOHost()
         try session.install("Calculator", as: "calc.so")
@@ -121,7 +121,7 @@ struct DropInTests {
         session.stop()
     }
 
-    @Test("replacing a plug-in under load: every request gets exactly one outcome", .timeLimit(.minutes(1)))
+    @Test("replacing a plug-in under load: every request gets exactly one outcome", .scaledTimeLimit(minutes: 1))
     func replaceUnderLoad() throws {
         let session = try FIFOHost()
         try session.install("Calculator", as: "calc.so")

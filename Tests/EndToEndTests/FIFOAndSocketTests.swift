@@ -10,7 +10,7 @@ import Glibc
 struct FIFOAndSocketTests {
     // MARK: FIFO
 
-    @Test("FIFO: concurrent senders, a writer reopening, every record; SIGTERM ends with 0", .timeLimit(.minutes(1)))
+    @Test("FIFO: concurrent senders, a writer reopening, every record; SIGTERM ends with 0", .scaledTimeLimit(minutes: 1))
     func fifo() throws {
         let host = try HostFixture(["Calculator"])
         let fifo = host.scratch.file("requests.fifo")
@@ -55,7 +55,7 @@ struct FIFOAndSocketTests {
         #expect(records.allSatisfy { sent.contains($0.input ?? "") })
     }
 
-    @Test("FIFO: an existing FIFO is used; SIGINT also ends the host with 0", .timeLimit(.minutes(1)))
+    @Test("FIFO: an existing FIFO is used; SIGINT also ends the host with 0", .scaledTimeLimit(minutes: 1))
     func existingFIFOAndSIGINT() throws {
         let host = try HostFixture(["Calculator"])
         let fifo = host.scratch.file("mine.fifo")
@@ -109,7 +109,7 @@ struct FIFOAndSocketTests {
 
     // MARK: socket
 
-    @Test("socket: call prints the record; exit 0 on success, non-zero on error and cancel", .timeLimit(.minutes(1)))
+    @Test("socket: call prints the record; exit 0 on success, non-zero on error and cancel", .scaledTimeLimit(minutes: 1))
     func socketCall() throws {
         let host = try HostFixture(["Calculator", "Faulty"])
         let socketPath = host.scratch.file("host.sock")
@@ -148,7 +148,7 @@ struct FIFOAndSocketTests {
         #expect(child.stdout.isEmpty, "socket records belong to their connection, not stdout")
     }
 
-    @Test("socket: each connection gets its own records on the same connection", .timeLimit(.minutes(1)))
+    @Test("socket: each connection gets its own records on the same connection", .scaledTimeLimit(minutes: 1))
     func socketConnections() throws {
         let host = try HostFixture(["Calculator", "Faulty"])
         let socketPath = host.scratch.file("s")
@@ -180,7 +180,7 @@ struct FIFOAndSocketTests {
     }
 
     @Test("socket: records are flushed before the client ends its side; clients that leave early do no harm",
-          .timeLimit(.minutes(1)))
+          .scaledTimeLimit(minutes: 1))
     func socketStreamingAndEarlyClose() throws {
         let host = try HostFixture(["Calculator", "Faulty"])
         let socketPath = host.scratch.file("s")

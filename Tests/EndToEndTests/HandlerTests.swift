@@ -67,7 +67,7 @@ struct HandlerTests {
     }
 
     @Test("the Exec line, split and run as the spec tells a launcher, reaches a host on a FIFO with an awkward path",
-          .timeLimit(.minutes(1)))
+          .scaledTimeLimit(minutes: 1))
     func execReachesTheHost() throws {
         let host = try HostFixture(["Calculator"])
         let directory = host.scratch.file("a dir 'with' \"quotes\"")
@@ -193,7 +193,7 @@ struct HandlerTests {
     @Test("real xdg-utils: xdg-mime answers with our entry, and xdg-open reaches the host",
           .enabled(if: executableOnPath("xdg-mime") != nil && executableOnPath("xdg-open") != nil,
                    "xdg-utils is not installed (apt install xdg-utils)"),
-          .timeLimit(.minutes(1)))
+          .scaledTimeLimit(minutes: 1))
     func realXDGUtils() throws {
         let host = try HostFixture(["Calculator"])
         let fifo = host.scratch.file("host.fifo")
@@ -219,7 +219,7 @@ struct HandlerTests {
 
     @Test("GLib's launcher (gio open) runs the quoted Exec line, with the mimeapps.list line we print, and reaches the host",
           .enabled(if: executableOnPath("gio") != nil, "gio (libglib2.0-bin) is not installed"),
-          .timeLimit(.minutes(1)))
+          .scaledTimeLimit(minutes: 1))
     func gioOpen() throws {
         let host = try HostFixture(["Calculator"])
         let fifo = host.scratch.file("q dir") + "/50% $x \"y\".fifo"

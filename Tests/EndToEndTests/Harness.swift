@@ -687,3 +687,11 @@ enum TestTiming {
 
     static func scaled(_ seconds: Double) -> Double { seconds * scale }
 }
+
+extension Trait where Self == TimeLimitTrait {
+    /// `.timeLimit(.minutes(minutes))` stretched by `TestTiming.scale`: a
+    /// test's limit is a hang detector, and must not fire for a slow build.
+    static func scaledTimeLimit(minutes: Int) -> Self {
+        .timeLimit(.minutes(Int((Double(minutes) * TestTiming.scale).rounded(.up))))
+    }
+}

@@ -128,7 +128,7 @@ struct HostErrorTests {
     // MARK: Timeout
 
     @Test("Timeout: `never` and `hang` are answered after --timeout, other requests go on, and EOF ends the host",
-          .timeLimit(.minutes(1)))
+          .scaledTimeLimit(minutes: 1))
     func timeouts() throws {
         let host = try HostFixture(["Faulty", "Calculator"])
         let child = try host.start(["--timeout", "1", "--output", "jsonl"])

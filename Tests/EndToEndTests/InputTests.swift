@@ -67,7 +67,7 @@ struct InputTests {
         #expect(try jsonl.records().map(\.input) == Self.outOfOrder)
     }
 
-    @Test("a record is flushed at once, not held back waiting for more input or EOF", .timeLimit(.minutes(1)))
+    @Test("a record is flushed at once, not held back waiting for more input or EOF", .scaledTimeLimit(minutes: 1))
     func flushedAtOnce() throws {
         for arguments in [[], ["-k"], ["--output", "jsonl"]] {
             let host = try HostFixture(["Calculator"])
@@ -107,7 +107,7 @@ struct InputTests {
         }
     }
 
-    @Test("nothing lost: ~3,000 mixed lines give exactly one record per counted line", .timeLimit(.minutes(1)))
+    @Test("nothing lost: ~3,000 mixed lines give exactly one record per counted line", .scaledTimeLimit(minutes: 1))
     func nothingLost() throws {
         var generator = SplitMix64(seed: 0x5EED_CA11_BAC4)
         var input: [UInt8] = []

@@ -42,7 +42,7 @@ struct IsolationTests {
     }
 
     @Test("crash, abort and exit are PluginCrashed with the signal or status; the next request succeeds",
-          .timeLimit(.minutes(1)))
+          .scaledTimeLimit(minutes: 1))
     func crashesBecomeOutcomes() throws {
         let session = try Session(["Faulty", "Calculator"])
         let expectations = [("crash", "SIGSEGV"), ("abort", "SIGABRT"), ("exit", "status 3")]
@@ -61,7 +61,7 @@ struct IsolationTests {
     }
 
     @Test("a crash loop disables the plug-in (PluginUnavailable); the others keep answering",
-          .timeLimit(.minutes(1)))
+          .scaledTimeLimit(minutes: 1))
     func crashLoopIsQuarantined() throws {
         let session = try Session(["Faulty", "Calculator"], arguments: ["--restart-limit", "2", "--restart-window", "60"])
         var codes: [String] = []
@@ -84,7 +84,7 @@ struct IsolationTests {
         try session.finish()
     }
 
-    @Test("hang and never are Timeout in bounded time, distinct from PluginCrashed", .timeLimit(.minutes(1)))
+    @Test("hang and never are Timeout in bounded time, distinct from PluginCrashed", .scaledTimeLimit(minutes: 1))
     func hangsAreTimeouts() throws {
         let session = try Session(["Faulty"], arguments: ["--timeout", "1"])
         for action in ["hang", "never"] {
@@ -98,7 +98,7 @@ struct IsolationTests {
         try session.finish()
     }
 
-    @Test("whatever a plug-in prints never reaches stdout", .timeLimit(.minutes(1)))
+    @Test("whatever a plug-in prints never reaches stdout", .scaledTimeLimit(minutes: 1))
     func noiseStaysOffStdout() throws {
         let fixture = try HostFixture(["Faulty"], isolation: "process")
         let result = try fixture.run(lines: ["faulty://x-callback-url/noise"])
@@ -107,7 +107,7 @@ struct IsolationTests {
         #expect(result.stderr.contains("noise on stdout"))
     }
 
-    @Test("thousands of mixed requests with crashes: one record each, nothing lost", .timeLimit(.minutes(2)))
+    @Test("thousands of mixed requests with crashes: one record each, nothing lost", .scaledTimeLimit(minutes: 2))
     func mixedRunLosesNothing() throws {
         let fixture = try HostFixture(["Faulty", "Calculator", "Pokedex"], isolation: "process")
         var lines: [String] = []
@@ -142,7 +142,7 @@ struct IsolationTests {
         }
     }
 
-    @Test("workers die with the host, even when it is killed with SIGKILL", .timeLimit(.minutes(1)))
+    @Test("workers die with the host, even when it is killed with SIGKILL", .scaledTimeLimit(minutes: 1))
     func noOrphansAfterSIGKILL() throws {
         let session = try Session(["Faulty", "Calculator"])
         #expect(try session.ask("calc://x-callback-url/add?lhs=1&rhs=1").params["result"] == "2")

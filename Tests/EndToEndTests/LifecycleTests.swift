@@ -10,7 +10,7 @@ import Glibc
 @Suite("Host lifecycle")
 struct LifecycleTests {
     @Test("SIGTERM/SIGINT: stop reading, the in-flight request still gets its record, exit 0",
-          .timeLimit(.minutes(1)), arguments: [SIGTERM, SIGINT])
+          .scaledTimeLimit(minutes: 1), arguments: [SIGTERM, SIGINT])
     func drainOnSignal(signal: Int32) throws {
         let host = try HostFixture(["Faulty", "Calculator"])
         let child = try host.start()
@@ -27,7 +27,7 @@ struct LifecycleTests {
         // stdin was never closed: the signal, not EOF, ended the host.
     }
 
-    @Test("a request still running when the grace period ends is answered Timeout; exit 0", .timeLimit(.minutes(1)))
+    @Test("a request still running when the grace period ends is answered Timeout; exit 0", .scaledTimeLimit(minutes: 1))
     func gracePeriodExpires() throws {
         let host = try HostFixture(["Faulty", "Calculator"])
         let child = try host.start(["--grace-period", "0.5", "--output", "jsonl"])
@@ -72,7 +72,7 @@ struct LifecycleTests {
         #expect(result.stderr.contains(" info xcallback:"), "stderr: \(result.stderr)")
     }
 
-    @Test("SIGHUP rescans the plug-in directories: a plug-in added later becomes routable", .timeLimit(.minutes(1)))
+    @Test("SIGHUP rescans the plug-in directories: a plug-in added later becomes routable", .scaledTimeLimit(minutes: 1))
     func sighupRescan() throws {
         let host = try HostFixture(["Calculator"])
         let child = try host.start()
@@ -110,7 +110,7 @@ struct LifecycleTests {
         #expect(result.lines.sorted() == ["app://ok?completion=1", "success?completion=1"])
     }
 
-    @Test("a closed stdout ends the host quietly, even with stdin still open", .timeLimit(.minutes(1)))
+    @Test("a closed stdout ends the host quietly, even with stdin still open", .scaledTimeLimit(minutes: 1))
     func closedStdoutWhileReading() throws {
         let host = try HostFixture(["Calculator"])
         let child = try host.start(closeStdoutAfterLines: 1)
@@ -123,7 +123,7 @@ struct LifecycleTests {
         #expect(!looksLikeACrash(child.stderr), "stderr: \(child.stderr)")
     }
 
-    @Test("a closed stdout mid-flood ends the host quietly (like `| head -n 1`)", .timeLimit(.minutes(1)))
+    @Test("a closed stdout mid-flood ends the host quietly (like `| head -n 1`)", .scaledTimeLimit(minutes: 1))
     func closedStdoutFlood() throws {
         let host = try HostFixture(["Calculator"])
         let lines = (0..<20_000).map { "calc://x-callback-url/add?lhs=\($0)&rhs=1\n" }.joined()
@@ -214,7 +214,7 @@ struct LifecycleTests {
     // MARK: SPEC section 4 smoke tests
 
     @Test("hot drop-in: a plug-in copied into the directory of a socket host is routable within 2 s, no SIGHUP (SPEC 4)",
-          .timeLimit(.minutes(1)))
+          .scaledTimeLimit(minutes: 1))
     func hotDropIn() throws {
         let host = try HostFixture(["Calculator"])
         let socketPath = host.scratch.file("s")
@@ -236,7 +236,7 @@ struct LifecycleTests {
         #expect(child.waitForExit(timeout: 10) == .exited(0))
     }
 
-    @Test("--isolation process: a crash is PluginCrashed and the host goes on (SPEC 4)", .timeLimit(.minutes(1)))
+    @Test("--isolation process: a crash is PluginCrashed and the host goes on (SPEC 4)", .scaledTimeLimit(minutes: 1))
     func processIsolationCrash() throws {
         let host = try HostFixture(["Faulty", "Calculator"], isolation: "process")
         let result = try host.run(["-k", "--output", "jsonl"], lines: [

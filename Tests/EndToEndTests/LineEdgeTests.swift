@@ -31,7 +31,7 @@ struct LineEdgeTests {
         #expect(crlf.lines == ["success?result=3"])
     }
 
-    @Test("call refuses a URL holding a newline, as send does (it would be two requests)", .timeLimit(.minutes(1)))
+    @Test("call refuses a URL holding a newline, as send does (it would be two requests)", .scaledTimeLimit(minutes: 1))
     func callRejectsNewline() throws {
         let host = try HostFixture(["Calculator"])
         let socketPath = host.scratch.file("s")
@@ -45,7 +45,7 @@ struct LineEdgeTests {
         #expect(child.waitForExit(timeout: 10) == .exited(0))
     }
 
-    @Test("SIGTERM while a line is half-written: the fragment is not run as a request", .timeLimit(.minutes(1)))
+    @Test("SIGTERM while a line is half-written: the fragment is not run as a request", .scaledTimeLimit(minutes: 1))
     func partialLineAtStop() throws {
         let host = try HostFixture(["Calculator"])
         let child = try host.start()

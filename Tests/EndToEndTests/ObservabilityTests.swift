@@ -77,7 +77,7 @@ struct ObservabilityTests {
 
     // MARK: summary
 
-    @Test("the summary at exit counts each outcome; crashed and timed out are part of failed", .timeLimit(.minutes(1)))
+    @Test("the summary at exit counts each outcome; crashed and timed out are part of failed", .scaledTimeLimit(minutes: 1))
     func summaryCounts() throws {
         let host = try HostFixture(["Calculator", "Faulty"], isolation: "process")
         let child = try host.start(["--timeout", "0.5"])
@@ -115,7 +115,7 @@ struct ObservabilityTests {
     }
 
     @Test("SIGUSR1 prints the counts so far and the FIFO host keeps going; SIGTERM ends with the final summary",
-          .timeLimit(.minutes(1)), arguments: ["text", "json"])
+          .scaledTimeLimit(minutes: 1), arguments: ["text", "json"])
     func sigusr1(format: String) throws {
         let host = try HostFixture(["Calculator"])
         let fifo = host.scratch.file("requests.fifo")
@@ -163,7 +163,7 @@ struct ObservabilityTests {
         "calc://x-callback-url/divide?lhs=1&rhs=0", "faulty://x-callback-url/sleep?ms=900",
     ]
 
-    @Test("a file on stdin and stderr on a terminal: a progress line, erased before the summary", .timeLimit(.minutes(1)))
+    @Test("a file on stdin and stderr on a terminal: a progress line, erased before the summary", .scaledTimeLimit(minutes: 1))
     func progressOnATerminal() throws {
         let host = try HostFixture(["Calculator", "Faulty"])
         let input = host.scratch.file("requests.txt")

@@ -15,7 +15,7 @@ import Glibc
 struct RestartTests {
     static let crash = "faulty://x-callback-url/crash"
 
-    @Test("a worker killed by a request comes back after the initial delay, crash after crash", .timeLimit(.minutes(1)))
+    @Test("a worker killed by a request comes back after the initial delay, crash after crash", .scaledTimeLimit(minutes: 1))
     func requestCrashesDoNotGrowTheBackOff() throws {
         let session = try IsolationTests.Session(["Faulty"], arguments: ["--timeout", "1", "--restart-limit", "1000"])
         // A back-off doubling with every crash would make the sixth restart
@@ -26,7 +26,7 @@ struct RestartTests {
         try session.finish()
     }
 
-    @Test("a request that timed out waiting for a worker is never run", .timeLimit(.minutes(1)))
+    @Test("a request that timed out waiting for a worker is never run", .scaledTimeLimit(minutes: 1))
     func timedOutWhileWaitingIsNotRun() throws {
         let session = try IsolationTests.Session(["Faulty"], arguments: ["--timeout", "1", "--restart-limit", "1000", "--log-level", "info"])
         try Self.makeACrashLoop(host: session.host)
@@ -40,7 +40,7 @@ struct RestartTests {
     }
 
     @Test("a plug-in replaced while its worker waits to restart: the waiting request is answered, no worker is left over",
-          .timeLimit(.minutes(1)))
+          .scaledTimeLimit(minutes: 1))
     func replacedDuringARestart() throws {
         let session = try DropInTests.FIFOHost(arguments: ["--log-level", "info"])
         try session.install("Faulty", as: "faulty.so")

@@ -12,7 +12,7 @@ struct ServedInputsTests {
     // MARK: FIFO and socket together
 
     @Test("--fifo and --socket together: both answer; FIFO records go to stdout, socket records to their connection",
-          .timeLimit(.minutes(1)))
+          .scaledTimeLimit(minutes: 1))
     func fifoAndSocket() throws {
         let host = try HostFixture(["Calculator"])
         let fifo = host.scratch.file("in.fifo")
@@ -54,7 +54,7 @@ struct ServedInputsTests {
     // MARK: socket activation
 
     @Test("socket activation: the inherited socket is served and never removed; LISTEN_* and descriptor 3 are not passed on",
-          .timeLimit(.minutes(1)))
+          .scaledTimeLimit(minutes: 1))
     func activated() throws {
         let host = try HostFixture(["Calculator"])
         let socketPath = host.scratch.file("activated.sock")

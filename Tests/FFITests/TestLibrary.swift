@@ -128,7 +128,17 @@ enum TestLibrary {
         }
     }
 
-    /// Directories that must outlive every test (a loaded library's file).
+    /// Directories that must outlive every test (a loaded library's file),
+    /// removed when the test process exits so runs leave nothing in /tmp.
     private static let kept = Lock<[TemporaryDirectory]>([])
-    static func keep(_ directory: TemporaryDirectory) { kept.withLock { $0.append(directory) } }
+    static func keep(_ directory: TemporaryDirectory) {
+        kept.withLock { kept in
+            if kept.isEmpty { atexit { TestLibrary.removeKept() } }
+            kept.append(directory)
+        }
+    }
+
+    private static func removeKept() {
+        for directory in kept.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: directory.path) }
+    }
 }
