@@ -53,12 +53,24 @@ struct RoutesCommand: ParsableCommand {
     @Flag(help: "One JSON object per route.") var json = false
 
     func run() throws {
-        for status in try probeAll(plugins) where status.isLoaded {
+        let statuses = try probeAll(plugins)
+        // The host's own routes come first: they are part of every table, and
+        // their scheme is one no plug-in can take.
+        for route in Correlation.builtInRoutes {
+            if json {
+                print(JSONText.object([("pattern", .string(route.text)), ("plugin", .null), ("builtIn", .bool(true))]))
+            } else {
+                print("\(route.text) → (built in)")
+            }
+        }
+        for status in statuses where status.isLoaded {
             for route in status.routes {
                 // Routes that call bound functions show their C declaration.
                 let signature = status.signature(of: route)
                 if json {
-                    var fields: [(String, JSONText.Value)] = [("pattern", .string(route.text)), ("plugin", .string(status.info!.name))]
+                    var fields: [(String, JSONText.Value)] = [
+                        ("pattern", .string(route.text)), ("plugin", .string(status.info!.name)), ("builtIn", .bool(false)),
+                    ]
                     if let signature { fields.append(("signature", .string(signature))) }
                     print(JSONText.object(fields))
                 } else if let signature {
@@ -113,7 +125,7 @@ struct ProbeCommand: ParsableCommand {
 /// Just enough JSON for listings.
 enum JSONText {
     enum Value {
-        case string(String), number(Int), null
+        case string(String), number(Int), bool(Bool), null
     }
 
     static func object(_ fields: [(String, Value)]) -> String {
@@ -122,6 +134,7 @@ enum JSONText {
             switch value {
             case .string(let text): rendered = quote(text)
             case .number(let number): rendered = String(number)
+            case .bool(let value): rendered = value ? "true" : "false"
             case .null: rendered = "null"
             }
             return quote(name) + ":" + rendered

@@ -63,12 +63,20 @@ struct ListingTests {
                      "pokedex://pokemons/:pokedexID → pokedex", "pokedex://pokemons → pokedex"] {
             #expect(text.lines.contains(line), "\(line) missing from \(text.stdout)")
         }
-        #expect(text.lines.count == 17)
+        // The host's own routes head the table.
+        #expect(Array(text.lines.prefix(2)) == ["xcallback://x-callback-url/await → (built in)",
+                                                 "xcallback://x-callback-url/response → (built in)"])
+        #expect(text.lines.count == 2 + 17)
 
         let json = try xcallback(["routes", "--plugins", host.plugins, "--json"])
-        let objects = try json.lines.map { try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: String]) }
-        #expect(objects.count == 17)
-        #expect(objects.contains(["pattern": "pokedex://pokemons/:pokedexID", "plugin": "pokedex"]))
+        let objects = try json.lines.map { try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
+        #expect(objects.count == 2 + 17)
+        let pokedex = try #require(objects.first { $0["pattern"] as? String == "pokedex://pokemons/:pokedexID" })
+        #expect(pokedex["plugin"] as? String == "pokedex")
+        #expect(pokedex["builtIn"] as? Bool == false)
+        let builtIn = objects.filter { $0["builtIn"] as? Bool == true }
+        #expect(builtIn.map { $0["pattern"] as? String } == ["xcallback://x-callback-url/await", "xcallback://x-callback-url/response"])
+        #expect(builtIn.allSatisfy { $0["plugin"] is NSNull })
     }
 
     @Test("check on a valid plug-in: exit 0 and its routes")

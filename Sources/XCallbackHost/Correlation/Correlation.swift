@@ -28,6 +28,8 @@ public enum Correlation {
 
     static let awaitPattern = builtIn("await")
     static let responsePattern = builtIn("response")
+    /// The routes every host answers itself, before any plug-in's.
+    public static let builtInRoutes = [awaitPattern, responsePattern]
 
     private static func builtIn(_ action: String) -> RoutePattern {
         do {
