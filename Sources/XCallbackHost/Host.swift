@@ -228,9 +228,12 @@ public final class Host: Sendable {
     /// reads its own records). Every input is opened before any is served,
     /// so a setup error leaves nothing half-started.
     public func serve(_ inputs: [ServedInput], output: Int32) throws(HostSetupError) {
+        // Watch before any input can take a request: a plug-in dropped in
+        // once a client can connect is then always seen.
+        let watcher = DirectoryWatcher(directories: configuration.pluginDirectories, stop: stopSignal, logger: logger)
         let opened = try open(inputs)
         startBackgroundWork()
-        watchPluginDirectories()
+        watch(with: watcher)
         let running = ConditionLock(opened.count)
         for input in opened {
             Threads.detach { [self] in
@@ -303,9 +306,11 @@ public final class Host: Sendable {
     }
 
     /// Watches the plug-in directories while a long-running input is
-    /// served: changes take effect within the watcher's settle time.
-    private func watchPluginDirectories() {
-        let watcher = DirectoryWatcher(directories: configuration.pluginDirectories, stop: stopSignal, logger: logger)
+    /// served: changes take effect within the watcher's settle time. One
+    /// catch-up scan first covers what changed between the start-up scan
+    /// and the watches (only changed files are loaded again).
+    private func watch(with watcher: DirectoryWatcher) {
+        rescanLock.withLock { _ in reconcile(discovery.scan(), probeFirst: true) }
         watcher.start { [self] in
             rescanLock.withLock { _ in reconcile(discovery.scan(), probeFirst: true) }
         }

@@ -125,7 +125,8 @@ struct DropInTests {
     func replaceUnderLoad() throws {
         let session = try FIFOHost()
         try session.install("Calculator", as: "calc.so")
-        #expect(try session.askUntil(Self.add, seconds: 5) { $0.outcome == "success" }.outcome == "success")
+        #expect(try session.askUntil(Self.add, seconds: 5) { $0.outcome == "success" }.outcome == "success",
+                "host stderr: \(session.host.stderr)")
         let before = session.sentCount
 
         let total = 600

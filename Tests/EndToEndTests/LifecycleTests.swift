@@ -230,7 +230,7 @@ struct LifecycleTests {
             if last != nil { usleep(50_000) }  // polling: the host gives no event for it
             last = try xcallback(["call", "--socket", socketPath, "myapp://alert/show?title=a&message=b"])
         } while last?.status != .exited(0) && Date().timeIntervalSince(added) < TestTiming.scaled(3)
-        #expect(last?.lines == ["success?title=a&message=b"])
+        #expect(last?.lines == ["success?title=a&message=b"], "host stderr: \(child.stderr)")
         #expect(Date().timeIntervalSince(added) < TestTiming.scaled(2.5))
         child.send(signal: SIGTERM)
         #expect(child.waitForExit(timeout: 10) == .exited(0))

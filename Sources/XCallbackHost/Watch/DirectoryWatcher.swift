@@ -15,41 +15,54 @@ final class DirectoryWatcher: Sendable {
     let directories: [String]
     private let stop: StopSignal
     private let logger: Logger
+    /// The inotify descriptor, or -1 when inotify is unavailable.
+    private let inotify: Int32
+    /// False when some directory could not be watched: rescan periodically.
+    private let watchesAll: Bool
     /// How long a burst of events may run before the rescan.
     static let settle: Int32 = 100
     /// Rescan period when inotify cannot watch every directory.
     static let fallbackPeriod: Int32 = 1000
 
+    /// Watches the directories from now on: a change made after `init`
+    /// returns is reported once `start` runs, however late the thread gets
+    /// going. (The watches are not left to the thread, or a file dropped in
+    /// between the host's start-up scan and the thread's first step would
+    /// go unseen until the next change.)
     init(directories: [String], stop: StopSignal, logger: Logger) {
         self.directories = directories
         self.stop = stop
         self.logger = logger
-    }
-
-    /// Starts watching on a thread of its own, until the stop signal.
-    func start(onChange: @escaping @Sendable () -> Void) {
-        Threads.detach { [self] in run(onChange) }
-    }
-
-    private func run(_ onChange: @Sendable () -> Void) {
-        let inotify = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
-        var watchedAll = inotify >= 0
+        inotify = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
+        var watchesAll = inotify >= 0
         if inotify >= 0 {
             let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_ATTRIB
                               | IN_DELETE_SELF | IN_MOVE_SELF)
             for directory in directories where inotify_add_watch(inotify, directory, mask) < 0 {
                 logger.warning("cannot watch \(directory) (\(String(cString: strerror(errno)))); rescanning it every \(Self.fallbackPeriod) ms")
-                watchedAll = false
+                watchesAll = false
             }
         } else {
             logger.warning("inotify is unavailable; rescanning plug-in directories every \(Self.fallbackPeriod) ms")
         }
-        defer { if inotify >= 0 { close(inotify) } }
+        self.watchesAll = watchesAll
+    }
+
+    deinit {
+        if inotify >= 0 { close(inotify) }
+    }
+
+    /// Reports changes on a thread of its own, until the stop signal.
+    func start(onChange: @escaping @Sendable () -> Void) {
+        Threads.detach { [self] in run(onChange) }
+    }
+
+    private func run(_ onChange: @Sendable () -> Void) {
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         while !stop.isRaised {
             var fds = [pollfd(fd: inotify, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: stop.descriptor, events: Int16(POLLIN), revents: 0)]
-            let ready = poll(&fds, 2, watchedAll ? -1 : Self.fallbackPeriod)
+            let ready = poll(&fds, 2, watchesAll ? -1 : Self.fallbackPeriod)
             if ready < 0 && errno != EINTR { return }
             if fds[1].revents != 0 { return }
             if inotify >= 0 && fds[0].revents != 0 {
@@ -58,7 +71,7 @@ final class DirectoryWatcher: Sendable {
                 _ = poll(&settle, 1, Self.settle)
                 while read(inotify, &buffer, buffer.count) > 0 {}
                 onChange()
-            } else if !watchedAll {
+            } else if !watchesAll {
                 onChange()
             }
         }

@@ -1,0 +1,63 @@
+import Foundation
+import Logging
+import Testing
+
+@testable import XCallbackHost
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `DirectoryWatcher`: the watches exist once it is made, so nothing that
+/// changes between the host's start-up scan and the watcher thread's first
+/// step is missed.
+@Suite("Directory watcher")
+struct DirectoryWatcherTests {
+    /// Counts `onChange` calls; waits for them with a bound.
+    final class Changes: Sendable {
+        private let count = ConditionLock(0)
+
+        func record() {
+            count.withLock { $0 += 1 }
+            count.broadcast()
+        }
+
+        /// The count once it is at least `minimum`, or after `seconds`.
+        func wait(forAtLeast minimum: Int, seconds: UInt64) -> Int {
+            count.wait(until: { $0 >= minimum }, deadline: MonotonicClock.now + seconds * 1_000_000_000) { $0 }
+        }
+    }
+
+    @Test("a file renamed in after the watcher is made, before its thread runs, is reported")
+    func changeBeforeTheThreadStartsIsSeen() throws {
+        let directory = try TemporaryDirectory()
+        let plugins = try directory.directory("plugins", mode: 0o700)
+        let stop = StopSignal()
+        defer { stop.raise() }
+        let watcher = DirectoryWatcher(directories: [plugins], stop: stop, logger: Logger(label: "test"))
+        let staged = try directory.write("staged.so", "not a plug-in")
+        #expect(rename(staged, plugins + "/late.so") == 0)
+
+        let changes = Changes()
+        watcher.start { changes.record() }
+        #expect(changes.wait(forAtLeast: 1, seconds: 10) == 1)
+    }
+
+    @Test("changes after the start are reported: a file renamed in, then its removal")
+    func changesAfterTheStartAreSeen() throws {
+        let directory = try TemporaryDirectory()
+        let plugins = try directory.directory("plugins", mode: 0o700)
+        let stop = StopSignal()
+        defer { stop.raise() }
+        let watcher = DirectoryWatcher(directories: [plugins], stop: stop, logger: Logger(label: "test"))
+        let changes = Changes()
+        watcher.start { changes.record() }
+
+        let hidden = try directory.write("plugins/.a.so.partial", "first")
+        #expect(rename(hidden, plugins + "/a.so") == 0)
+        let afterAdding = changes.wait(forAtLeast: 1, seconds: 10)
+        #expect(afterAdding >= 1)
+        #expect(unlink(plugins + "/a.so") == 0)
+        #expect(changes.wait(forAtLeast: afterAdding + 1, seconds: 10) > afterAdding)
+    }
+}
