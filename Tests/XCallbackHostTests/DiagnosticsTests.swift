@@ -194,7 +194,7 @@ struct DiagnosticsTests {
         #expect(!ProgressReporter.isWanted(input: ends[0], diagnostics: ends[1]))
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.scaledTimeLimit(minutes: 1))
     func progressReporterDrawsThenErasesOnStop() throws {
         let captured = try CapturedConsole()
         let directory = try TemporaryDirectory()

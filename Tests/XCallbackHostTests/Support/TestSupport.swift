@@ -488,3 +488,13 @@ enum SystemLibrary {
         return nil
     }
 }
+
+extension Trait where Self == TimeLimitTrait {
+    /// `.timeLimit(.minutes(minutes))` stretched by `XCALLBACK_TEST_TIME_SCALE`
+    /// (which `.ci/sanitize` sets): a limit here is a hang detector, and must
+    /// not fire because a sanitizer build on a busy machine is slow.
+    static func scaledTimeLimit(minutes: Int) -> Self {
+        let scale = ProcessInfo.processInfo.environment["XCALLBACK_TEST_TIME_SCALE"].flatMap(Double.init) ?? 1
+        return .timeLimit(.minutes(Int((Double(minutes) * max(scale, 1)).rounded(.up))))
+    }
+}
