@@ -302,6 +302,12 @@ public final class Host: Sendable {
     public func rescan() {
         logger.info("rescanning plug-in directories")
         for case let endpoint as WorkerEndpoint in registry.endpoints { endpoint.reload() }
+        reconcileChangedFiles()
+    }
+
+    /// Loads, replaces or drops the plug-ins whose files changed since the
+    /// last scan; one scan at a time (SIGHUP and the watcher may overlap).
+    private func reconcileChangedFiles() {
         rescanLock.withLock { _ in reconcile(discovery.scan(), probeFirst: true) }
     }
 
@@ -310,10 +316,8 @@ public final class Host: Sendable {
     /// catch-up scan first covers what changed between the start-up scan
     /// and the watches (only changed files are loaded again).
     private func watch(with watcher: DirectoryWatcher) {
-        rescanLock.withLock { _ in reconcile(discovery.scan(), probeFirst: true) }
-        watcher.start { [self] in
-            rescanLock.withLock { _ in reconcile(discovery.scan(), probeFirst: true) }
-        }
+        reconcileChangedFiles()
+        watcher.start { [self] in reconcileChangedFiles() }
     }
 
     // MARK: pieces

@@ -28,32 +28,44 @@ struct DirectoryWatcherTests {
         }
     }
 
+    /// A private plug-in directory with a watcher made on it (not yet
+    /// started), stopped when the value goes away.
+    final class WatchedDirectory {
+        let directory: TemporaryDirectory
+        let plugins: String
+        private let stop = StopSignal()
+        let watcher: DirectoryWatcher
+
+        init() throws {
+            directory = try TemporaryDirectory()
+            plugins = try directory.directory("plugins", mode: 0o700)
+            watcher = DirectoryWatcher(directories: [plugins], stop: stop, logger: Logger(label: "test"))
+        }
+
+        deinit { stop.raise() }
+    }
+
     @Test("a file renamed in after the watcher is made, before its thread runs, is reported")
     func changeBeforeTheThreadStartsIsSeen() throws {
-        let directory = try TemporaryDirectory()
-        let plugins = try directory.directory("plugins", mode: 0o700)
-        let stop = StopSignal()
-        defer { stop.raise() }
-        let watcher = DirectoryWatcher(directories: [plugins], stop: stop, logger: Logger(label: "test"))
-        let staged = try directory.write("staged.so", "not a plug-in")
-        #expect(rename(staged, plugins + "/late.so") == 0)
+        let watched = try WatchedDirectory()
+        defer { withExtendedLifetime(watched) {} }  // its deinit stops the watcher
+        let staged = try watched.directory.write("staged.so", "not a plug-in")
+        #expect(rename(staged, watched.plugins + "/late.so") == 0)
 
         let changes = Changes()
-        watcher.start { changes.record() }
+        watched.watcher.start { changes.record() }
         #expect(changes.wait(forAtLeast: 1, seconds: 10) == 1)
     }
 
     @Test("changes after the start are reported: a file renamed in, then its removal")
     func changesAfterTheStartAreSeen() throws {
-        let directory = try TemporaryDirectory()
-        let plugins = try directory.directory("plugins", mode: 0o700)
-        let stop = StopSignal()
-        defer { stop.raise() }
-        let watcher = DirectoryWatcher(directories: [plugins], stop: stop, logger: Logger(label: "test"))
+        let watched = try WatchedDirectory()
+        defer { withExtendedLifetime(watched) {} }  // its deinit stops the watcher
+        let plugins = watched.plugins
         let changes = Changes()
-        watcher.start { changes.record() }
+        watched.watcher.start { changes.record() }
 
-        let hidden = try directory.write("plugins/.a.so.partial", "first")
+        let hidden = try watched.directory.write("plugins/.a.so.partial", "first")
         #expect(rename(hidden, plugins + "/a.so") == 0)
         let afterAdding = changes.wait(forAtLeast: 1, seconds: 10)
         #expect(afterAdding >= 1)
