@@ -193,10 +193,17 @@ struct HostLoadingTests {
 
     @Test func theSamplePluginsLoadTogether() throws {
         let directory = try PluginDirectory()
-        // Symlinks to the built libraries (judged by their targets): the
-        // same files this process may have loaded already.
+        // Symlinks (judged by their targets) to private copies of the built
+        // libraries. Not to the built files themselves: `LoadedPlugins` has
+        // them loaded, and registering a loaded library again would point
+        // its C globals (the Alert sample's `host` and `self`) at this host,
+        // taking another test's log lines. Loaded code is never unloaded, so
+        // the copies stay until the process exits.
+        let targets = try TemporaryDirectory("xcb-sample-copies")
+        ProcessLifetimeDirectories.keep(targets)
         for name in ["Alert", "Calculator", "Faulty", "Pokedex"] {
-            #expect(symlink(Paths.sample(name), directory.path + "/lib\(name).so") == 0)
+            let copy = try targets.copy(Paths.sample(name), to: "lib\(name).so")
+            #expect(symlink(copy, directory.path + "/lib\(name).so") == 0)
         }
         let host = try loadedHost([directory.path])
         #expect(host.plugins.compactMap(\.info?.name) == ["alert", "calculator", "faulty", "pokedex"])
