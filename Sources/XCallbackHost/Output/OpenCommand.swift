@@ -32,20 +32,11 @@ public enum OpenCommand {
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_adddup2(&actions, 2, 1)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var unblocked = sigset_t()
-        sigemptyset(&unblocked)
-        posix_spawnattr_setsigmask(&attributes, &unblocked)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for signal in [SIGPIPE, SIGINT, SIGTERM, SIGHUP] { sigaddset(&defaults, signal) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         let arguments: [UnsafeMutablePointer<CChar>?] = [strdup(command), strdup(url), nil]
         defer { arguments.forEach { free($0) } }
-        let status = posix_spawnp(&pid, command, &actions, &attributes, arguments, environ)
+        let status = ChildSignals.withSpawnAttributes(resetting: [SIGPIPE, SIGINT, SIGTERM, SIGHUP]) { attributes in
+            posix_spawnp(&pid, command, &actions, &attributes, arguments, environ)
+        }
         guard status == 0 else { return .failure(OpenCommandError(message: String(cString: strerror(status)))) }
         return .success(LaunchedCommand(pid: pid, watchingExit: watchingExit))
     }

@@ -75,20 +75,9 @@ final class WorkerProcess: Sendable {
         ]
         defer { arguments.forEach { free($0) } }
         // The worker must not inherit the host's blocked signal mask.
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var noSignals = sigset_t()
-        sigemptyset(&noSignals)
-        posix_spawnattr_setsigmask(&attributes, &noSignals)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        sigaddset(&defaults, SIGPIPE)
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         var pid = pid_t()
-        let status = ChildEnvironment.withEnvironment {
-            posix_spawn(&pid, executable, &actions, &attributes, arguments, $0)
+        let status = ChildSignals.withSpawnAttributes(resetting: [SIGPIPE]) { attributes in
+            ChildEnvironment.withEnvironment { posix_spawn(&pid, executable, &actions, &attributes, arguments, $0) }
         }
         close(child)
         guard status == 0 else {

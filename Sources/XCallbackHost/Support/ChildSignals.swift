@@ -1,0 +1,28 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Signal state for a process the host starts. The host blocks its signals
+/// on every thread but one and ignores SIGPIPE; a child inherits both
+/// through `posix_spawn` unless told otherwise, and would then neither stop
+/// on SIGTERM nor die on a broken pipe.
+enum ChildSignals {
+    /// Runs `body` with spawn attributes that start the child with no signal
+    /// blocked and each of `defaults` at its default action.
+    static func withSpawnAttributes<R>(resetting defaults: [Int32], _ body: (inout posix_spawnattr_t) -> R) -> R {
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var unblocked = sigset_t()
+        sigemptyset(&unblocked)
+        posix_spawnattr_setsigmask(&attributes, &unblocked)
+        var reset = sigset_t()
+        sigemptyset(&reset)
+        for signal in defaults { sigaddset(&reset, signal) }
+        posix_spawnattr_setsigdefault(&attributes, &reset)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        return body(&attributes)
+    }
+}
