@@ -39,9 +39,7 @@ struct ListingTests {
     @Test("plugins shows a file that is not a plug-in as rejected, with the reason")
     func pluginsRejected() throws {
         let host = try HostFixture(["Calculator"])
-        let bogus = host.plugins + "/libBogus.so"
-        try Data("not an ELF file\n".utf8).write(to: URL(fileURLWithPath: bogus))
-        chmod(bogus, 0o755)
+        let bogus = try host.addBogusPlugin()
         let text = try xcallback(["plugins", "--plugins", host.plugins])
         #expect(text.status == .exited(0))
         #expect(text.lines.count == 2)

@@ -29,9 +29,7 @@ struct ObservabilityTests {
           arguments: ["none", "process"])
     func jsonLogFormat(isolation: String) throws {
         let host = try HostFixture(["Calculator", "Faulty"], isolation: isolation)
-        let bogus = host.plugins + "/libBogus.so"
-        try Data("not an ELF file\n".utf8).write(to: URL(fileURLWithPath: bogus))
-        chmod(bogus, 0o755)
+        let bogus = try host.addBogusPlugin()
         let result = try host.run(["--log-level", "warning", "--log-format", "json", "-k"], lines: [
             "calc://x-callback-url/add?lhs=1&rhs=1",
             // The plug-in's second completion is logged where the plug-in
@@ -63,9 +61,7 @@ struct ObservabilityTests {
     @Test("--log-format text (the default) keeps swift-log's line format; a bad value is refused")
     func textLogFormat() throws {
         let host = try HostFixture(["Calculator"])
-        let bogus = host.plugins + "/libBogus.so"
-        try Data("not an ELF file\n".utf8).write(to: URL(fileURLWithPath: bogus))
-        chmod(bogus, 0o755)
+        let bogus = try host.addBogusPlugin()
         let result = try host.run(["--log-format", "text"], lines: ["calc://x-callback-url/add?lhs=1&rhs=1"])
         #expect(result.status == .exited(0))
         let logLine = try #require(ChildProcess.lines(result.stderr).first { $0.contains(bogus) }, "stderr: \(result.stderr)")
@@ -242,10 +238,11 @@ enum PseudoTerminal {
             close(master)
             throw HarnessError("cannot set up the pseudo-terminal: \(String(cString: strerror(errno)))")
         }
-        let terminal = Glibc.open(String(cString: name), O_RDWR | O_NOCTTY | O_CLOEXEC)
+        let path = String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let terminal = Glibc.open(path, O_RDWR | O_NOCTTY | O_CLOEXEC)
         guard terminal >= 0 else {
             close(master)
-            throw HarnessError("cannot open \(String(cString: name)): \(String(cString: strerror(errno)))")
+            throw HarnessError("cannot open \(path): \(String(cString: strerror(errno)))")
         }
         return (master, terminal)
     }

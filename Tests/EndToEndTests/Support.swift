@@ -38,6 +38,15 @@ final class HostFixture: @unchecked Sendable {
                       sourceLocation: sourceLocation)
     }
 
+    /// Puts `libBogus.so`, a file that is not a plug-in (mode 0755), beside
+    /// the good ones; returns its path.
+    func addBogusPlugin() throws -> String {
+        let bogus = plugins + "/libBogus.so"
+        try Data("not an ELF file\n".utf8).write(to: URL(fileURLWithPath: bogus))
+        chmod(bogus, 0o755)
+        return bogus
+    }
+
     /// A host left running, reading the given stdin.
     func start(_ arguments: [String] = [], stdin: ChildProcess.Input = .pipe,
                closeStdoutAfterLines: Int? = nil) throws -> ChildProcess {
