@@ -11,22 +11,6 @@ import Glibc
 
 // MARK: - The plan
 
-/// SplitMix64: a small, fast generator whose whole state is its seed, so a
-/// failing run can be replayed exactly.
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var mixed = state
-        mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
-        return mixed ^ (mixed >> 31)
-    }
-}
-
 /// One request of the chaos run. `id` makes every line unique, so each
 /// record maps back to its request through the `jsonl` `input` field (the
 /// Faulty plug-in ignores parameters it does not know).
@@ -61,7 +45,7 @@ struct ChaosRequest: Sendable {
     /// many hangs, and sleeps of 0...`maxSleepMilliseconds` for the rest.
     static func plan(count: Int, seed: UInt64, crashesPerTenThousand: UInt64 = 100,
                      hangsPerTenThousand: UInt64 = 100, maxSleepMilliseconds: Int = 20) -> [ChaosRequest] {
-        var generator = SeededGenerator(seed: seed)
+        var generator = SplitMix64(seed: seed)
         return (0..<count).map { id in
             let roll = generator.next() % 10_000
             if roll < crashesPerTenThousand { return ChaosRequest(id: id, kind: .crash, sleepMilliseconds: 0) }
