@@ -230,17 +230,7 @@ struct FIFOAndSocketTests {
 
         // A stale socket file with nobody behind it.
         let stale = scratch.file("stale.sock")
-        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (index, byte) in stale.utf8.enumerated() { raw[index] = byte }
-        }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        close(descriptor)
-        try #require(bound == 0)
+        close(try unixSocket(boundTo: stale, listening: false))
         let staleCall = try xcallback(["call", "--socket", stale, "calc://x-callback-url/add?lhs=1&rhs=2"], timeout: 10)
         #expect(staleCall.status != .exited(0))
         #expect(staleCall.status != .signaled(SIGKILL))

@@ -552,29 +552,46 @@ func waitForFIFOReader(_ path: String, timeout: Double = 10, host: ChildProcess?
     return false
 }
 
-/// A connected Unix stream socket, or nil.
-func connectUnixSocket(_ path: String) -> Int32? {
-    let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-    guard descriptor >= 0 else { return nil }
+/// Runs `body` with a `sockaddr_un` for `path`; nil when `path` does not
+/// fit in one.
+func withUnixAddress<R>(_ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R? {
     var address = sockaddr_un()
     address.sun_family = sa_family_t(AF_UNIX)
     let bytes = Array(path.utf8)
-    guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
-        close(descriptor)
-        return nil
-    }
+    guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return nil }
     withUnsafeMutableBytes(of: &address.sun_path) { raw in
         for (index, byte) in bytes.enumerated() { raw[index] = byte }
         raw[bytes.count] = 0
     }
-    let connected = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-        }
+    return withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
     }
-    guard connected == 0 else {
+}
+
+/// A connected Unix stream socket, or nil.
+func connectUnixSocket(_ path: String) -> Int32? {
+    let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    guard descriptor >= 0 else { return nil }
+    guard withUnixAddress(path, { connect(descriptor, $0, $1) }) == 0 else {
         close(descriptor)
         return nil
+    }
+    return descriptor
+}
+
+/// A Unix socket (close-on-exec), bound to `path` if given, listening if asked.
+func unixSocket(type: Int32 = Int32(SOCK_STREAM.rawValue), boundTo path: String?, listening: Bool) throws -> Int32 {
+    let descriptor = socket(AF_UNIX, type | Int32(SOCK_CLOEXEC.rawValue), 0)
+    guard descriptor >= 0 else { throw HarnessError("socket: \(String(cString: strerror(errno)))") }
+    if let path {
+        guard withUnixAddress(path, { bind(descriptor, $0, $1) }) == 0 else {
+            close(descriptor)
+            throw HarnessError("bind \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+    if listening && listen(descriptor, 16) != 0 {
+        close(descriptor)
+        throw HarnessError("listen: \(String(cString: strerror(errno)))")
     }
     return descriptor
 }

@@ -142,28 +142,3 @@ private func startActivated(_ arguments: [String], socket descriptor: Int32,
                             executable: "/bin/sh", stdin: stdin, environment: environment,
                             inheritedDescriptors: [descriptor])
 }
-
-/// A Unix socket (close-on-exec), bound to `path` if given, listening if asked.
-private func unixSocket(type: Int32 = Int32(SOCK_STREAM.rawValue), boundTo path: String?, listening: Bool) throws -> Int32 {
-    let descriptor = socket(AF_UNIX, type | Int32(SOCK_CLOEXEC.rawValue), 0)
-    guard descriptor >= 0 else { throw HarnessError("socket: \(String(cString: strerror(errno)))") }
-    if let path {
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (index, byte) in path.utf8.enumerated() { raw[index] = byte }
-        }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard bound == 0 else {
-            close(descriptor)
-            throw HarnessError("bind \(path): \(String(cString: strerror(errno)))")
-        }
-    }
-    if listening && listen(descriptor, 16) != 0 {
-        close(descriptor)
-        throw HarnessError("listen: \(String(cString: strerror(errno)))")
-    }
-    return descriptor
-}
