@@ -70,7 +70,9 @@ final class HandoffLoop<Item>: StallWatchable, @unchecked Sendable {
 
     func handOffIfStalled(now: UInt64, threshold: UInt64) -> Bool {
         let newOwner = state.withLock { state -> Int? in
-            guard let since = state.busySince, now &- since > threshold else { return nil }
+            // `now` was read before this lock: an item that began after it
+            // has not been busy at all (and `&-` would wrap to a huge age).
+            guard let since = state.busySince, now > since, now - since > threshold else { return nil }
             state.owner += 1
             state.busySince = nil
             return state.owner

@@ -31,8 +31,10 @@ final class InputLoop: Sendable {
             process: { [counter, dispatcher, sink] line in
                 let sequence = counter.value.wrappingAdd(1, ordering: .relaxed).oldValue
                 switch line {
-                case .text(let bytes):
-                    dispatcher.submit(line: bytes, sequence: sequence, sink: sink)
+                case .text(let bytes, let storage):
+                    withExtendedLifetime(storage) {
+                        dispatcher.submit(line: bytes, sequence: sequence, sink: sink)
+                    }
                 case .overlong(let byteCount, let prefix):
                     dispatcher.rejectOverlong(byteCount: byteCount, prefix: prefix, sequence: sequence, sink: sink)
                 }

@@ -10,7 +10,9 @@ import Musl
 /// so one huge line costs no memory and the next line reads normally.
 final class LineReader {
     enum Line {
-        case text(UnsafeBufferPointer<UInt8>)
+        /// The bytes stay valid while `storage` is held, whatever the
+        /// reader does next.
+        case text(UnsafeBufferPointer<UInt8>, storage: InputBuffer)
         /// A line past the limit: its length, and its first bytes (for the
         /// `jsonl` record's `input`).
         case overlong(byteCount: Int, prefix: [UInt8])
@@ -22,8 +24,9 @@ final class LineReader {
     private let descriptor: Int32
     private let wake: Int32?
     private let maxLineBytes: Int
-    private let buffer: UnsafeMutablePointer<UInt8>
-    private let capacity: Int
+    private var storage: InputBuffer
+    private var buffer: UnsafeMutablePointer<UInt8> { storage.bytes }
+    private var capacity: Int { storage.capacity }
     private var start = 0
     private var end = 0
     private var atEndOfInput = false
@@ -46,11 +49,8 @@ final class LineReader {
         self.descriptor = descriptor
         self.wake = wake
         self.maxLineBytes = maxLineBytes
-        self.capacity = maxLineBytes + 64 * 1024
-        self.buffer = .allocate(capacity: capacity)
+        self.storage = InputBuffer(capacity: maxLineBytes + 64 * 1024)
     }
-
-    deinit { buffer.deallocate() }
 
     /// The next line, or nil at the end of input (or when asked to stop).
     /// `beforeBlocking` runs whenever the reader is about to wait for input.
@@ -104,7 +104,7 @@ final class LineReader {
         if line.count > maxLineBytes {
             return .overlong(byteCount: line.count, prefix: Array(trimmed.prefix(Self.overlongPrefixBytes)))
         }
-        return .text(trimmed)
+        return .text(trimmed, storage: storage)
     }
 
     private func skip(_ bytes: UnsafeBufferPointer<UInt8>) {
@@ -158,7 +158,15 @@ final class LineReader {
 
     /// Reads more input.
     private func fill() -> Fill {
-        if start > 0 {
+        if !isKnownUniquelyReferenced(&storage) {
+            // A line handed out earlier is still being processed (its
+            // thread stalled and lost the input): leave its bytes alone.
+            let fresh = InputBuffer(capacity: storage.capacity)
+            if start < end { memcpy(fresh.bytes, buffer + start, end - start) }
+            end -= start
+            start = 0
+            storage = fresh
+        } else if start > 0 {
             if start < end { memmove(buffer, buffer + start, end - start) }
             end -= start
             start = 0
