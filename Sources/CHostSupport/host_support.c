@@ -1,4 +1,5 @@
 #define _GNU_SOURCE
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -20,4 +21,14 @@ int xcallback_pidfd_open(int pid) {
 
 int xcallback_accept_cloexec(int listener) {
     return accept4(listener, NULL, NULL, SOCK_CLOEXEC);
+}
+
+int xcallback_shared_page_create(const char *name, long size) {
+    int fd = memfd_create(name, MFD_CLOEXEC);
+    if (fd < 0) return -1;
+    if (ftruncate(fd, size) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
 }

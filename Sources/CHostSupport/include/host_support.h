@@ -20,4 +20,19 @@ int xcallback_pidfd_open(int pid);
  * client's connection open). Returns the descriptor, or -1 with errno set. */
 int xcallback_accept_cloexec(int listener);
 
+#include <stdint.h>
+
+/* An anonymous, close-on-exec memory file (memfd_create) of `size` bytes,
+ * for a page the host and a worker share. Returns the descriptor, or -1. */
+int xcallback_shared_page_create(const char *name, long size);
+
+/* Release store and acquire load of a 64-bit word in a shared page: the
+ * worker writes, the host reads, possibly after the worker died. */
+static inline void xcallback_store_release_u64(uint64_t *word, uint64_t value) {
+    __atomic_store_n(word, value, __ATOMIC_RELEASE);
+}
+static inline uint64_t xcallback_load_acquire_u64(const uint64_t *word) {
+    return __atomic_load_n(word, __ATOMIC_ACQUIRE);
+}
+
 #endif

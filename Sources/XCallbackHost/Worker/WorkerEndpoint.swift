@@ -109,12 +109,13 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
     private func watch(_ worker: WorkerProcess) {
         worker.startReading(
             onHung: { [self] hung in replaceHung(hung) },
-            onExit: { [self] worker, exit, owed in workerExited(worker, exit, owed) })
+            onExit: { [self] worker, exit, begun, unstarted in workerExited(worker, exit, begun, unstarted) })
     }
 
-    private func workerExited(_ worker: WorkerProcess, _ exit: WorkerExit, _ owed: [HandlerCall]) {
-        // Requests pipelined to a worker share its fate: which of them it had
-        // started cannot be known, and none is ever replayed.
+    /// A worker ended. The requests it had begun die with it (never
+    /// replayed); those it had not begun go to the next worker, in order.
+    private func workerExited(_ worker: WorkerProcess, _ exit: WorkerExit, _ owed: [HandlerCall],
+                              _ unstarted: [WorkerProcess.Unstarted]) {
         let message = "the worker of plug-in '\(pluginName)' \(exit) while the request was in flight"
         for call in owed { call.deliver(.outcome(HostError.crashed(message))) }
         let now = MonotonicClock.now
@@ -124,6 +125,8 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
             // requests waiting for its successor are not its business.
             guard state.current === worker else { return .nothing }
             state.current = nil
+            // First in line for the next worker (or refused with the rest).
+            state.waiting.insert(contentsOf: unstarted.map { ($0.handler, $0.request, $0.call) }, at: 0)
             if state.stopped { return .giveUp }
             state.crashTimes.append(now)
             state.crashTimes.removeAll { now &- $0 > policy.window.nanoseconds }
@@ -138,7 +141,8 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
         }
         switch next {
         case .nothing:
-            break
+            // Its successor (or the reason there is none) takes them.
+            for item in unstarted { invoke(handler: item.handler, request: item.request, call: item.call) }
         case .restart(let delay):
             logger.warning("worker of plug-in '\(pluginName)' \(exit); restarting in \(delay)")
             scheduleStart(after: delay)
@@ -197,8 +201,10 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
             }
             watch(worker)
             logger.info("restarted plug-in '\(pluginName)' in worker \(worker.pid)")
+            // If it dies while these go out, the rest wait for its successor
+            // (they were never sent, so nothing is replayed).
             for item in waiting where !worker.send(handler: item.handler, request: item.request, call: item.call) {
-                item.call.deliver(.outcome(HostError.crashed("the worker of plug-in '\(pluginName)' ended before the request was sent")))
+                invoke(handler: item.handler, request: item.request, call: item.call)
             }
             // Retired while it started: it answers what waited for it, then stops.
             if stopped { worker.retire() }

@@ -52,6 +52,10 @@ public enum WorkerMain {
                     routes: plugin.routes.map(\.text)))
         writer.flush()
 
+        // Mapped before any request, then the descriptor is closed: the
+        // plug-in has no business with it.
+        let progress = WorkerProgress.inherited()
+        close(WorkerProgress.workerDescriptor)
         let endpoint = InProcessEndpoint(plugin: plugin)
         let watchdog = StallWatchdog()
         watchdog.start()
@@ -63,6 +67,12 @@ public enum WorkerMain {
             process: { frame in
                 switch frame {
                 case .request(let id, let handler, let fields):
+                    // Results of earlier requests go out before the plug-in
+                    // runs again: if this request kills the worker, their
+                    // answers must not die in its buffer (they ran, so they
+                    // could only become PluginCrashed).
+                    writer.flush()
+                    progress?.begin(id)
                     run(id: id, handler: Int(handler), fields: fields, on: endpoint, send: send)
                 case .shutdown:
                     plugin.shutdown()

@@ -12,6 +12,9 @@ final class WorkerProcess: Sendable {
     let pid: pid_t
     let ready: Ready
     private let socket: Int32
+    /// Which requests the worker began; nil if the page could not be made
+    /// (then every request in flight at a crash counts as begun).
+    private let progress: WorkerProgress?
     private let writer: BufferedWriter
     private let reader: UncheckedFrameReader
     private let state = Lock(State())
@@ -36,9 +39,18 @@ final class WorkerProcess: Sendable {
     }
 
     private struct InFlight {
+        var handler: Int
+        var request: RequestFields
         var call: HandlerCall
         /// The handler returned (its completion may still come later).
         var returned = false
+    }
+
+    /// A request the worker never began: the next worker may run it.
+    struct Unstarted: Sendable {
+        var handler: Int
+        var request: RequestFields
+        var call: HandlerCall
     }
 
     /// Why starting a worker failed.
@@ -47,9 +59,10 @@ final class WorkerProcess: Sendable {
         var description: String { message }
     }
 
-    private init(pid: pid_t, socket: Int32, reader: FrameReader, ready: Ready) {
+    private init(pid: pid_t, socket: Int32, progress: WorkerProgress?, reader: FrameReader, ready: Ready) {
         self.pid = pid
         self.socket = socket
+        self.progress = progress
         self.reader = UncheckedFrameReader(reader)
         self.ready = ready
         self.writer = BufferedWriter(descriptor: socket)
@@ -63,10 +76,15 @@ final class WorkerProcess: Sendable {
             throw StartError(message: "socketpair: \(String(cString: strerror(errno)))")
         }
         let (host, child) = (ends[0], ends[1])
+        let shared = WorkerProgress.create()
+        defer { if let shared { close(shared.descriptor) } }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_adddup2(&actions, child, WorkerMain.socketDescriptor)
+        if let shared {
+            posix_spawn_file_actions_adddup2(&actions, shared.descriptor, WorkerProgress.workerDescriptor)
+        }
         // The plug-in's stdout is the host's stderr, never its records.
         posix_spawn_file_actions_adddup2(&actions, 2, 1)
         let arguments: [UnsafeMutablePointer<CChar>?] = [
@@ -96,7 +114,8 @@ final class WorkerProcess: Sendable {
         case .frame(.ready(let version, let info, let routes)) where version == WorkerFrame.protocolVersion:
             let pluginInfo = PluginInfo(path: pluginPath, name: info.name, version: info.version, summary: info.summary,
                                         abiMajor: Int(info.abiMajor), abiMinor: Int(info.abiMinor))
-            return WorkerProcess(pid: pid, socket: host, reader: reader, ready: Ready(info: pluginInfo, routes: routes))
+            return WorkerProcess(pid: pid, socket: host, progress: shared?.progress, reader: reader,
+                                 ready: Ready(info: pluginInfo, routes: routes))
         case .frame(.loadFailed(let message)):
             close(host)
             _ = WorkerExit.wait(for: pid)
@@ -110,9 +129,10 @@ final class WorkerProcess: Sendable {
     }
 
     /// Reads answers until the worker ends, then reports the requests it
-    /// still owed (never replayed: they become `PluginCrashed`).
+    /// still owed: those it had begun (never replayed: they become
+    /// `PluginCrashed`), and those it never began, for the next worker.
     func startReading(onHung: @escaping @Sendable (WorkerProcess) -> Void,
-                      onExit: @escaping @Sendable (WorkerProcess, WorkerExit, [HandlerCall]) -> Void) {
+                      onExit: @escaping @Sendable (WorkerProcess, WorkerExit, _ begun: [HandlerCall], _ unstarted: [Unstarted]) -> Void) {
         state.withLock { $0.onHung = onHung }
         Threads.detach { [self] in
             loop: while true {
@@ -134,14 +154,25 @@ final class WorkerProcess: Sendable {
             }
             let exit = WorkerExit.reap(pid, grace: 1000)
             close(socket)
-            let owed = state.withLock { state -> [HandlerCall] in
+            // Reaped: every store the worker made is visible now.
+            let lastBegun = progress?.lastBegun ?? .max
+            let (begun, unstarted) = state.withLock { state -> ([HandlerCall], [Unstarted]) in
                 state.exited = true
                 defer { state.calls.removeAll() }
-                return state.calls.values.map(\.call)
+                var begun: [HandlerCall] = []
+                var unstarted: [(id: UInt64, item: Unstarted)] = []
+                for (id, entry) in state.calls {
+                    if id <= lastBegun {
+                        begun.append(entry.call)
+                    } else {
+                        unstarted.append((id, Unstarted(handler: entry.handler, request: entry.request, call: entry.call)))
+                    }
+                }
+                return (begun, unstarted.sorted { $0.id < $1.id }.map(\.item))
             }
             ended.withLock { $0 = true }
             ended.broadcast()
-            onExit(self, exit, owed)
+            onExit(self, exit, begun, unstarted)
         }
     }
 
@@ -152,23 +183,30 @@ final class WorkerProcess: Sendable {
     /// Sends a request; false when the worker is gone or retiring. A call
     /// the host already gave up on is dropped (and counts as sent).
     func send(handler: Int, request: RequestFields, call: HandlerCall) -> Bool {
-        let id = state.withLock { state -> UInt64? in
-            guard !state.exited, !state.retiring else { return nil }
-            let id = state.nextID
-            state.nextID += 1
-            state.calls[id] = InFlight(call: call)
-            return id
+        var sent = false
+        // Ids are taken under the writer's lock, so frames go out in id
+        // order: the worker begins them in that order, which is what makes
+        // `WorkerProgress` a single number.
+        writer.append { bytes in
+            let id = state.withLock { state -> UInt64? in
+                guard !state.exited, !state.retiring else { return nil }
+                let id = state.nextID
+                state.nextID += 1
+                state.calls[id] = InFlight(handler: handler, request: request, call: call)
+                return id
+            }
+            guard let id else { return }
+            sent = true
+            guard call.whenAbandoned({ [self] in abandon(id) }) else {
+                // It timed out while it waited for a worker: its outcome is out,
+                // so running it now would act behind the caller's back (a hang
+                // would also stick a worker nobody watches).
+                state.withLock { _ = $0.calls.removeValue(forKey: id) }
+                return
+            }
+            WorkerFrame.request(id: id, handler: UInt32(handler), fields: request).encode(into: &bytes)
         }
-        guard let id else { return false }
-        guard call.whenAbandoned({ [self] in abandon(id) }) else {
-            // It timed out while it waited for a worker: its outcome is out,
-            // so running it now would act behind the caller's back (a hang
-            // would also stick a worker nobody watches).
-            state.withLock { _ = $0.calls.removeValue(forKey: id) }
-            return true
-        }
-        writer.append { WorkerFrame.request(id: id, handler: UInt32(handler), fields: request).encode(into: &$0) }
-        return true
+        return sent
     }
 
     /// The host answered `Timeout` for `id`. If its handler never returned,
