@@ -277,7 +277,11 @@ public final class Host: Sendable {
     private func serve(_ input: OpenedInput, output: Int32) {
         switch input {
         case .fifo(let fifo):
-            drain(runLoop(input: fifo.readDescriptor, sink: makeSink(output)))
+            let loop = runLoop(input: fifo.readDescriptor, sink: makeSink(output))
+            // Closed before the grace period: a writer now gets an error
+            // (`send`: no host is reading) instead of lines no one will read.
+            fifo.closeDescriptors()
+            drain(loop)
         case .socket(let listener):
             listener.acceptConnections(until: stopSignal) { [self] connection in
                 let sink = OutputSink(connection: connection, format: configuration.output,
@@ -293,6 +297,9 @@ public final class Host: Sendable {
     /// Stops reading input; in-flight requests get the grace period. Awaits
     /// end at once, since no response can be read any more.
     public func requestStop() {
+        if !stopSignal.isRaised {
+            logger.info("stop requested: no new request is run; requests in flight get the grace period (\(configuration.gracePeriod))")
+        }
         stopSignal.raise()
         responses.hostIsStopping()
     }
@@ -332,7 +339,8 @@ public final class Host: Sendable {
 
     private func runLoop(input: Int32, sink: OutputSink) -> InputLoop {
         let reader = LineReader(descriptor: input, wake: stopSignal.descriptor,
-                                maxLineBytes: configuration.limits.maxLineBytes)
+                                maxLineBytes: configuration.limits.maxLineBytes,
+                                refusalWindow: configuration.gracePeriod)
         let loop = InputLoop(reader: reader, dispatcher: dispatcher, sink: sink, watchdog: watchdog)
         loop.start()
         loop.waitUntilInputEnds()
@@ -344,6 +352,12 @@ public final class Host: Sendable {
     private func drain(_ loop: InputLoop) {
         if loop.droppedPartialLine {
             logger.warning("stopped while a line was still being written; that unterminated line was not run")
+        }
+        if loop.refusedCount > 0 {
+            logger.notice("\(loop.refusedCount) request(s) that arrived after the stop signal were answered ShuttingDown, not run")
+        }
+        if loop.leftInputUnread {
+            logger.warning("stopped reading with input still waiting after the grace period; it was not read")
         }
         let owed = loop.lineCount
         if stopSignal.isRaised {

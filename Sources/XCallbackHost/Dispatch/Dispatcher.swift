@@ -79,6 +79,16 @@ final class Dispatcher: Sendable {
         return false
     }
 
+    /// Answers a line that arrived after SIGINT/SIGTERM without running it,
+    /// at its `x-error` callback when it names one.
+    func refuseWhileStopping(line: UnsafeBufferPointer<UInt8>, sequence: UInt64, sink: OutputSink) {
+        let input = keepsInput ? String(decoding: line, as: UTF8.self) : ""
+        let outcome = HostError.shuttingDown("the host is shutting down; the request was not run")
+        let callback = (try? RequestURL(parsing: line, limits: limits))?.callbackURL(for: outcome.kind)
+        sink.emit(OutcomeRecord(sequence: sequence, input: input, outcome: outcome,
+                                callback: callback.flatMap { Self.hasScheme($0) ? $0 : nil }))
+    }
+
     /// Answers a line the reader had to cut because it was too long; its
     /// `jsonl` input is the line's beginning and an ellipsis.
     func rejectOverlong(byteCount: Int, prefix: [UInt8], sequence: UInt64, sink: OutputSink) {

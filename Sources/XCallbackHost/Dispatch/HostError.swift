@@ -28,6 +28,11 @@ enum HostError {
         .error(code: "PluginUnavailable", message: message, domain: domain)
     }
 
+    /// A line that arrived after SIGINT/SIGTERM: answered, never run.
+    static func shuttingDown(_ message: String) -> Outcome {
+        .error(code: "ShuttingDown", message: message, domain: domain)
+    }
+
     static func loopDetected(_ message: String) -> Outcome {
         .error(code: "LoopDetected", message: message, domain: domain)
     }

@@ -35,6 +35,10 @@ final class InputLoop: Sendable {
                     withExtendedLifetime(storage) {
                         dispatcher.submit(line: bytes, sequence: sequence, sink: sink)
                     }
+                case .refused(let bytes, let storage):
+                    withExtendedLifetime(storage) {
+                        dispatcher.refuseWhileStopping(line: bytes, sequence: sequence, sink: sink)
+                    }
                 case .overlong(let byteCount, let prefix):
                     dispatcher.rejectOverlong(byteCount: byteCount, prefix: prefix, sequence: sequence, sink: sink)
                 }
@@ -48,6 +52,10 @@ final class InputLoop: Sendable {
 
     /// Whether a stop dropped a line its writer had not finished.
     var droppedPartialLine: Bool { reader.reader.droppedPartialLine }
+    /// Lines that arrived after the stop and were answered `ShuttingDown`.
+    var refusedCount: Int { reader.reader.refusedCount }
+    /// Whether input was still waiting when reading stopped for good.
+    var leftInputUnread: Bool { reader.reader.leftInputUnread }
     func waitUntilInputEnds() { loop.waitUntilInputEnds() }
 
     /// Counted lines so far: the records the sink owes.

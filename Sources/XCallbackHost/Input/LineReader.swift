@@ -16,6 +16,9 @@ final class LineReader {
         /// A line past the limit: its length, and its first bytes (for the
         /// `jsonl` record's `input`).
         case overlong(byteCount: Int, prefix: [UInt8])
+        /// A line that arrived after the host was asked to stop: it gets an
+        /// answer (`ShuttingDown`), but is never run.
+        case refused(UnsafeBufferPointer<UInt8>, storage: InputBuffer)
     }
 
     /// Bytes of an over-long line kept for its record.
@@ -32,6 +35,23 @@ final class LineReader {
     private var atEndOfInput = false
     /// Reading stopped on request (SIGINT/SIGTERM), not at end of input.
     private var stopped = false
+    /// How long after a stop request lines already waiting are still read,
+    /// to be answered `ShuttingDown` instead of dropped unseen.
+    private let refusalWindow: UInt64
+    /// Once a stop was requested: until when waiting lines are refused, and
+    /// where in the buffer the bytes read since begin.
+    private var stopping: (until: UInt64, firstByteAfterStop: Int)?
+    /// Lines answered `ShuttingDown`.
+    private(set) var refusedCount = 0
+    /// At most this many: what a pipe or socket holds, not a whole stream.
+    static let maxRefusedLines = 4096
+    private let isRegularFile: Bool
+    /// A socket client is waiting on the other end: it gets the whole
+    /// window to send its last lines (each answered), where a FIFO or pipe
+    /// is read only for what is already in it.
+    private let isSocket: Bool
+    /// Input was still waiting when the refusal window closed.
+    private(set) var leftInputUnread = false
     /// An over-long line being skipped to its end.
     private var skipping: Skipping?
 
@@ -44,11 +64,17 @@ final class LineReader {
         var isComment: Bool
     }
 
-    /// `wake` becomes readable when the host wants reading to stop.
-    init(descriptor: Int32, wake: Int32?, maxLineBytes: Int) {
+    /// `wake` becomes readable when the host wants reading to stop; lines
+    /// already waiting then are still read for `refusalWindow` and refused.
+    init(descriptor: Int32, wake: Int32?, maxLineBytes: Int, refusalWindow: Duration = .zero) {
         self.descriptor = descriptor
         self.wake = wake
         self.maxLineBytes = maxLineBytes
+        self.refusalWindow = refusalWindow.nanoseconds
+        var info = stat()
+        let type = fstat(descriptor, &info) == 0 ? info.st_mode & S_IFMT : 0
+        self.isRegularFile = type == S_IFREG
+        self.isSocket = type == S_IFSOCK
         self.storage = InputBuffer(capacity: maxLineBytes + 64 * 1024)
     }
 
@@ -89,7 +115,14 @@ final class LineReader {
                 if let line = finishSkipping() { return line }
                 continue
             }
-            if let line = classify(piece) { return line }
+            if let line = classify(piece) {
+                // Completed by bytes read after the stop: answer, do not run.
+                if let stopping, lineEnd >= stopping.firstByteAfterStop, case .text(let bytes, let storage) = line {
+                    refusedCount += 1
+                    return .refused(bytes, storage: storage)
+                }
+                return line
+            }
         }
         return nil
     }
@@ -164,23 +197,43 @@ final class LineReader {
             let fresh = InputBuffer(capacity: storage.capacity)
             if start < end { memcpy(fresh.bytes, buffer + start, end - start) }
             end -= start
+            stopping?.firstByteAfterStop -= start
             start = 0
             storage = fresh
         } else if start > 0 {
             if start < end { memmove(buffer, buffer + start, end - start) }
             end -= start
+            stopping?.firstByteAfterStop -= start
             start = 0
         }
         while true {
             if let wake {
                 var fds = [pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0),
                            pollfd(fd: wake, events: Int16(POLLIN), revents: 0)]
-                let ready = poll(&fds, 2, -1)
+                // Once stopping, the stop signal stays raised: watch the input only.
+                let ready = poll(&fds, stopping == nil ? 2 : 1, pollTimeout())
                 if ready < 0 {
                     if errno == EINTR { continue }
                     return .endOfInput
                 }
-                if fds[1].revents != 0 { return .stopped }
+                if fds[1].revents != 0 && stopping == nil {
+                    stopping = (MonotonicClock.now + refusalWindow, end)
+                    // A file is always readable: what is left of it was never
+                    // sent by anyone waiting for an answer.
+                    if isRegularFile {
+                        var info = stat()
+                        leftInputUnread = fstat(descriptor, &info) == 0 && lseek(descriptor, 0, SEEK_CUR) < info.st_size
+                        return .stopped
+                    }
+                    continue
+                }
+                if let stopping {
+                    if fds[0].revents == 0 { return .stopped }
+                    if MonotonicClock.now >= stopping.until || refusedCount >= Self.maxRefusedLines {
+                        leftInputUnread = true
+                        return .stopped
+                    }
+                }
             }
             let count = read(descriptor, buffer + end, capacity - end)
             if count < 0 {
@@ -191,6 +244,15 @@ final class LineReader {
             end += count
             return .data
         }
+    }
+
+    /// Milliseconds to wait for input: forever before a stop; after it,
+    /// nothing (a pipe), or what is left of the window (a socket).
+    private func pollTimeout() -> Int32 {
+        guard let stopping else { return -1 }
+        guard isSocket else { return 0 }
+        let now = MonotonicClock.now
+        return now >= stopping.until ? 0 : Int32(min((stopping.until - now) / 1_000_000 + 1, 60_000))
     }
 
     /// Trims ASCII white space; nil for blank lines and `#` comments.
