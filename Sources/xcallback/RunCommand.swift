@@ -29,6 +29,9 @@ struct RunCommand: ParsableCommand {
     @Option(name: .customLong("restart-window"), help: ArgumentHelp("The window, in seconds, for --restart-limit.", valueName: "seconds"))
     var restartWindow: Double = 60
 
+    @Option(name: .customLong("quarantine"), help: ArgumentHelp("Seconds a plug-in past --restart-limit stays disabled before it is tried again; doubles each time in a row, up to 600.", valueName: "seconds"))
+    var quarantine: Double = 30
+
     @Option(help: ArgumentHelp("Seconds a request may take before it is answered Timeout.", valueName: "seconds"))
     var timeout: Double = 30
 
@@ -64,6 +67,7 @@ struct RunCommand: ParsableCommand {
         if gracePeriod < 0 { throw ValidationError("--grace-period cannot be negative") }
         if restartLimit < 0 { throw ValidationError("--restart-limit cannot be negative") }
         if !(restartWindow > 0) { throw ValidationError("--restart-window must be a positive number of seconds") }
+        if !(quarantine > 0) || quarantine > 600 { throw ValidationError("--quarantine must be a number of seconds above 0 and at most 600") }
         if maxLineBytes < 16 { throw ValidationError("--max-line-bytes must be at least 16") }
         if Logger.Level(rawValue: logLevel) == nil { throw ValidationError("unknown --log-level '\(logLevel)'") }
     }
@@ -103,6 +107,7 @@ struct RunCommand: ParsableCommand {
         configuration.workerExecutable = Environment.executable
         configuration.restartPolicy.limit = restartLimit
         configuration.restartPolicy.window = .milliseconds(Int64(restartWindow * 1000))
+        configuration.restartPolicy.cooldown = .milliseconds(Int64(quarantine * 1000))
 
         let host = Host(configuration: configuration, logger: logger)
         do {

@@ -84,3 +84,29 @@ struct RestartTests {
         }
     }
 }
+
+/// A quarantine ends by itself (README, "Isolation"): before, six crashes
+/// from any client disabled a plug-in for everyone until an operator sent
+/// SIGHUP or touched its file.
+@Suite("Quarantine", .serialized)
+struct QuarantineTests {
+    @Test("a plug-in past the restart limit comes back after its cool-down, which doubles the next time",
+          .scaledTimeLimit(minutes: 1))
+    func quarantineEndsByItself() throws {
+        let session = try IsolationTests.Session(["Faulty"], arguments: [
+            "--restart-limit", "1", "--quarantine", "1", "--timeout", "5", "--log-level", "info"])
+        for round in 1...2 {
+            #expect(try session.ask(RestartTests.crash).errorCode == "PluginCrashed")
+            #expect(try session.ask(RestartTests.crash).errorCode == "PluginCrashed")
+            let refused = try session.ask("faulty://x-callback-url/fail")
+            #expect(refused.errorCode == "PluginUnavailable", "\(refused)")
+            #expect(refused.params["errorMessage"]?.contains("quarantined for \(round) s") == true, "\(refused)")
+            // Back once the cool-down is over, with no SIGHUP.
+            try #require(session.host.waitForStderr(timeout: TestTiming.scaled(10)) {
+                $0.components(separatedBy: "quarantine over").count - 1 == round
+            }, "stderr: \(session.host.stderr)")
+            #expect(try session.ask("faulty://x-callback-url/fail").errorCode == "Failed")
+        }
+        try session.finish()
+    }
+}

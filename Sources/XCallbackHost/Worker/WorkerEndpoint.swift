@@ -33,6 +33,11 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
         var crashesInARow = 0
         var disabledReason: String?
         var stopped = false
+        /// Quarantines in a row, when the last one began, and its number
+        /// (so a cool-down ends only the quarantine it was set for).
+        var quarantinesInARow = 0
+        var lastQuarantine: UInt64?
+        var quarantineNumber = 0
     }
 
     /// How long a retired endpoint keeps taking requests from callers that
@@ -61,13 +66,15 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
         if let refusal { call.deliver(.outcome(HostError.unavailable(refusal))) }
     }
 
-    /// Re-enables a disabled plug-in (SIGHUP) and starts a worker.
-    func reload() {
+    /// Re-enables a disabled plug-in and starts a worker: on SIGHUP (which
+    /// also forgets earlier quarantines), or when a quarantine's cool-down ends.
+    func reload(byOperator: Bool = true) {
         let restart = state.withLock { state -> Bool in
             guard state.disabledReason != nil else { return false }
             state.disabledReason = nil
             state.crashTimes.removeAll()
             state.crashesInARow = 0
+            if byOperator { state.quarantinesInARow = 0 }
             return true
         }
         if restart { scheduleStart(after: .zero) }
@@ -119,7 +126,7 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
         let message = "the worker of plug-in '\(pluginName)' \(exit) while the request was in flight"
         for call in owed { call.deliver(.outcome(HostError.crashed(message))) }
         let now = MonotonicClock.now
-        enum Next { case nothing, restart(Duration), giveUp }
+        enum Next { case nothing, restart(Duration), giveUp, quarantine(Duration, number: Int) }
         let next = state.withLock { state -> Next in
             // A retired worker (hung, replaced or removed) ended as planned;
             // requests waiting for its successor are not its business.
@@ -133,9 +140,16 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
             let crashLoop = owed.isEmpty && !worker.hasAnswered
             state.crashesInARow = crashLoop ? state.crashesInARow + 1 : 1
             if state.crashTimes.count > policy.limit {
-                state.disabledReason = "plug-in '\(pluginName)' crashed \(state.crashTimes.count) times within \(policy.window) and is disabled until it is reloaded (SIGHUP) or its file changes"
+                if let last = state.lastQuarantine, now &- last > policy.quarantineMemory.nanoseconds {
+                    state.quarantinesInARow = 0
+                }
+                state.quarantinesInARow += 1
+                state.lastQuarantine = now
+                state.quarantineNumber += 1
+                let cooldown = policy.cooldown(afterQuarantines: state.quarantinesInARow)
+                state.disabledReason = "plug-in '\(pluginName)' crashed \(state.crashTimes.count) times within \(Self.seconds(policy.window)) and is quarantined for \(Self.seconds(cooldown)) (SIGHUP or a change of its file ends it sooner)"
                 logger.error("\(state.disabledReason!)")
-                return .giveUp
+                return .quarantine(cooldown, number: state.quarantineNumber)
             }
             return .restart(policy.delay(afterCrashes: state.crashesInARow))
         }
@@ -148,7 +162,29 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
             scheduleStart(after: delay)
         case .giveUp:
             failWaiting()
+        case .quarantine(let cooldown, let number):
+            failWaiting()
+            spawner.schedule(after: cooldown) { [self] in endQuarantine(number) }
         }
+    }
+
+    /// The cool-down of quarantine `number` is over: try a worker again,
+    /// unless that quarantine already ended (SIGHUP, a file change) or the
+    /// plug-in is stopping.
+    private func endQuarantine(_ number: Int) {
+        let due = state.withLock { state in
+            state.quarantineNumber == number && state.disabledReason != nil && !state.stopped
+        }
+        guard due else { return }
+        logger.notice("plug-in '\(pluginName)': quarantine over; starting a worker")
+        reload(byOperator: false)
+    }
+
+    /// "1.5 s", for log lines and messages people read.
+    private static func seconds(_ duration: Duration) -> String {
+        let (seconds, attoseconds) = duration.components
+        let tenths = attoseconds / 100_000_000_000_000_000
+        return tenths == 0 ? "\(seconds) s" : "\(seconds).\(tenths) s"
     }
 
     /// A handler never returned by its deadline: start a fresh worker for
