@@ -40,7 +40,7 @@ public struct RestartPolicy: Sendable, Equatable {
 
     /// A quarantine that starts this long after the previous one began is
     /// the first of a new series: the plug-in behaved in between.
-    var quarantineMemory: Duration { maxCooldown + window }
+    var quarantineMemory: Duration { maxCooldown }
 
     /// The wait before restarting after `crashesInARow` crashes: the last
     /// one that was not part of a crash loop counts as 1, each one since adds 1.
