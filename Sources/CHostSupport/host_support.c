@@ -1,4 +1,6 @@
 #define _GNU_SOURCE
+#include <signal.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -8,6 +10,20 @@
 
 int xcallback_set_parent_death_signal(int signal) {
     return prctl(PR_SET_PDEATHSIG, (unsigned long)signal, 0UL, 0UL, 0UL);
+}
+
+static void xcallback_ignore_signal(int signal) {
+    (void)signal;
+}
+
+int xcallback_defer_stop_signals_to_host(void) {
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = xcallback_ignore_signal;
+    action.sa_flags = SA_RESTART;
+    sigemptyset(&action.sa_mask);
+    if (sigaction(SIGINT, &action, NULL) != 0) return -1;
+    return sigaction(SIGTERM, &action, NULL);
 }
 
 int xcallback_pidfd_open(int pid) {

@@ -46,7 +46,7 @@ struct ShutdownTests {
         #expect(answers.filter { $0.params["slept"] == "1500" }.count == 1, "the request in flight finished")
         let refused = answers.filter { $0.errorCode == "ShuttingDown" }
         #expect(Set(refused.compactMap(\.input)) == Set(late))
-        #expect(child.stderr.contains("100 request(s) that arrived after the stop signal were answered ShuttingDown"),
+        #expect(child.waitForStderr(containing: "100 request(s) that arrived after the stop signal were answered ShuttingDown"),
                 "stderr: \(child.stderr)")
     }
 
@@ -79,5 +79,24 @@ struct ShutdownTests {
         // After the stop, a sender is told no host reads the FIFO.
         let late = try xcallback(["send", "--fifo", fifo, "\(Self.add)1&rhs=1"])
         #expect(late.status != .exited(0), "send after the host stopped: \(late.stderr)")
+    }
+
+    @Test("SIGTERM to the host and its workers at once (a terminal's Ctrl-C, systemd's stop): no worker is taken for crashed",
+          .scaledTimeLimit(minutes: 1))
+    func stopSignalToTheWholeGroup() throws {
+        let fixture = try HostFixture(["Calculator", "Faulty"], isolation: "process")
+        let fifo = fixture.scratch.file("requests.fifo")
+        let child = try fixture.start(["--fifo", fifo, "--log-level", "info"], stdin: .null)
+        try #require(waitForFIFOReader(fifo, host: child), "stderr: \(child.stderr)")
+        let workers = childProcesses(of: child.pid)
+        try #require(workers.count == 2, "workers: \(workers)")
+        for worker in workers { kill(worker, SIGTERM) }
+        child.send(signal: SIGTERM)
+        #expect(child.waitForExit(timeout: 20) == .exited(0), "stderr: \(child.stderr)")
+        // The summary is the host's last line: stderr is complete.
+        #expect(child.waitForStderr(containing: "xcallback: processed"), "stderr: \(child.stderr)")
+        #expect(!child.stderr.contains("restarting"), "stderr: \(child.stderr)")
+        #expect(!child.stderr.contains("SIGTERM"), "a worker was reported killed: \(child.stderr)")
+        for worker in workers { #expect(waitUntilGone(worker, timeout: 5), "worker \(worker) outlived the host") }
     }
 }

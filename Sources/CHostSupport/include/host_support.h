@@ -9,6 +9,13 @@
  * Returns 0, or -1 with errno set. */
 int xcallback_set_parent_death_signal(int signal);
 
+/* Makes SIGINT and SIGTERM do nothing in this process (a handler that
+ * returns, with SA_RESTART), so a worker outlives the stop signal a
+ * terminal or systemd sends its whole group and is stopped by its host
+ * instead. A handler, unlike SIG_IGN, is reset by exec: programs a plug-in
+ * starts get the default actions. Returns 0, or -1 with errno set. */
+int xcallback_defer_stop_signals_to_host(void);
+
 /* A file descriptor that becomes readable when process `pid` exits
  * (pidfd_open, Linux 5.3+), so exits are waited for with poll, not sleeps.
  * Returns -1 with errno set where unsupported. */

@@ -25,6 +25,10 @@ public enum WorkerMain {
         // Nothing a plug-in prints may reach anyone's stdout.
         dup2(2, 1)
         signal(SIGPIPE, SIG_IGN)
+        // A stop signal sent to the whole group (Ctrl-C, systemd) is the
+        // host's to act on: it shuts its workers down in order, running each
+        // plug-in's shutdown hook, instead of seeing them die as crashes.
+        _ = xcallback_defer_stop_signals_to_host()
 
         let socket = socketDescriptor
         let reader = FrameReader(descriptor: socket)
