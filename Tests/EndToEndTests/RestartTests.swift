@@ -100,7 +100,7 @@ struct QuarantineTests {
             #expect(try session.ask(RestartTests.crash).errorCode == "PluginCrashed")
             let refused = try session.ask("faulty://x-callback-url/fail")
             #expect(refused.errorCode == "PluginUnavailable", "\(refused)")
-            #expect(refused.params["errorMessage"]?.contains("quarantined for \(round) s") == true, "\(refused)")
+            #expect(refused.params["errorMessage"]?.contains("disabled for \(round) s") == true, "\(refused)")
             // Back once the cool-down is over, with no SIGHUP.
             try #require(session.host.waitForStderr(timeout: TestTiming.scaled(10)) {
                 $0.components(separatedBy: "quarantine over").count - 1 == round

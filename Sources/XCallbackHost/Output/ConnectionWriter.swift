@@ -100,6 +100,9 @@ final class ConnectionWriter: OutputWriter, @unchecked Sendable {
     func waitForRoom() {
         // Cheap when there is room: the reader asks before every line.
         guard state.withLock({ $0.waitingRecords >= maxWaitingRecords }) else { return }
+        // This thread is about to block: what it batched (frames to a
+        // worker, other records) must go out first, as before any wait.
+        BatchingThread.flushDeferred()
         flush()
         let hasRoom = { (state: State) in state.closed || state.waitingRecords < self.maxWaitingRecords }
         while !stop.isRaised {

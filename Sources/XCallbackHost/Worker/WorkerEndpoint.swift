@@ -147,7 +147,7 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
                 state.lastQuarantine = now
                 state.quarantineNumber += 1
                 let cooldown = policy.cooldown(afterQuarantines: state.quarantinesInARow)
-                state.disabledReason = "plug-in '\(pluginName)' crashed \(state.crashTimes.count) times within \(Self.seconds(policy.window)) and is quarantined for \(Self.seconds(cooldown)) (SIGHUP or a change of its file ends it sooner)"
+                state.disabledReason = "plug-in '\(pluginName)' crashed \(state.crashTimes.count) times within \(Self.seconds(policy.window)) and is disabled for \(Self.seconds(cooldown)) (quarantine; SIGHUP or a change of its file ends it sooner)"
                 logger.error("\(state.disabledReason!)")
                 return .quarantine(cooldown, number: state.quarantineNumber)
             }
