@@ -1,5 +1,7 @@
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -24,6 +26,14 @@ int xcallback_defer_stop_signals_to_host(void) {
     sigemptyset(&action.sa_mask);
     if (sigaction(SIGINT, &action, NULL) != 0) return -1;
     return sigaction(SIGTERM, &action, NULL);
+}
+
+int xcallback_pipe_cloexec(int fds[2]) {
+    return pipe2(fds, O_CLOEXEC);
+}
+
+int xcallback_spawn_close_from(posix_spawn_file_actions_t *actions, int lowest) {
+    return posix_spawn_file_actions_addclosefrom_np(actions, lowest);
 }
 
 int xcallback_pidfd_open(int pid) {

@@ -1,3 +1,4 @@
+import CHostSupport
 import Logging
 import XCallbackRouting
 import Synchronization
@@ -419,11 +420,8 @@ final class StopSignal: Sendable {
 
     init() {
         var ends: [Int32] = [0, 0]
-        precondition(pipe(&ends) == 0, "pipe failed")
-        for end in ends {
-            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
-            _ = fcntl(end, F_SETFL, O_NONBLOCK)
-        }
+        precondition(xcallback_pipe_cloexec(&ends) == 0, "pipe failed")
+        for end in ends { _ = fcntl(end, F_SETFL, O_NONBLOCK) }
         pipeEnds = (ends[0], ends[1])
     }
 

@@ -297,8 +297,7 @@ private struct StandInApp {
                 *) exit 3 ;;
             esac
             """
-        try Data(text.utf8).write(to: URL(fileURLWithPath: script))
-        chmod(script, 0o755)
+        try installScript(at: script, text + "\n")
     }
 
     /// The URLs the app was opened with, in order.

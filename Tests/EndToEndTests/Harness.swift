@@ -496,6 +496,22 @@ func xcallback(_ arguments: [String], lines: [String], timeout: Double = 20,
                   sourceLocation: sourceLocation)
 }
 
+/// Writes an executable script (mode 0755). Written close-on-exec under
+/// another name, then renamed: a child that a parallel test spawns must not
+/// inherit a descriptor open for writing, or running the script fails with
+/// ETXTBSY.
+func installScript(at path: String, _ script: String) throws {
+    let temporary = path + ".tmp"
+    let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o755)
+    guard descriptor >= 0 else { throw HarnessError("create \(temporary): \(String(cString: strerror(errno)))") }
+    let bytes = Array(script.utf8)
+    let written = write(descriptor, bytes, bytes.count)
+    close(descriptor)
+    guard written == bytes.count, chmod(temporary, 0o755) == 0, rename(temporary, path) == 0 else {
+        throw HarnessError("write \(path): \(String(cString: strerror(errno)))")
+    }
+}
+
 // MARK: - Records
 
 /// One `jsonl` outcome record.

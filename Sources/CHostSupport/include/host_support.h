@@ -27,7 +27,16 @@ int xcallback_pidfd_open(int pid);
  * client's connection open). Returns the descriptor, or -1 with errno set. */
 int xcallback_accept_cloexec(int listener);
 
+#include <spawn.h>
 #include <stdint.h>
+
+/* pipe2(fds, O_CLOEXEC): both ends close-on-exec from the start (a GNU
+ * extension Swift's Glibc module does not show). Returns 0, or -1. */
+int xcallback_pipe_cloexec(int fds[2]);
+
+/* posix_spawn_file_actions_addclosefrom_np (glibc 2.34+): the child closes
+ * every descriptor from `lowest` up. Returns 0, or an error number. */
+int xcallback_spawn_close_from(posix_spawn_file_actions_t *actions, int lowest);
 
 /* An anonymous, close-on-exec memory file (memfd_create) of `size` bytes,
  * for a page the host and a worker share. Returns the descriptor, or -1. */

@@ -1,3 +1,4 @@
+import CHostSupport
 import Logging
 import XCallbackRouting
 
@@ -29,19 +30,16 @@ public enum PluginProbe {
             return PluginStatus(path: path, info: nil, routes: [], error: error)
         }
         var output: [Int32] = [0, 0]
-        guard pipe(&output) == 0 else {
+        guard xcallback_pipe_cloexec(&output) == 0 else {
             return failed(path, .other("pipe: \(String(cString: strerror(errno)))"))
         }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, output[1], 1)
-        posix_spawn_file_actions_addclose(&actions, output[0])
         let arguments: [UnsafeMutablePointer<CChar>?] = [strdup(executable), strdup(subcommand), strdup(path), nil]
         defer { arguments.forEach { free($0) } }
         var pid = pid_t()
-        let status = ChildEnvironment.withEnvironment {
-            posix_spawn(&pid, executable, &actions, nil, arguments, $0)
+        let status = ChildDescriptors.withFileActions(stdout: output[1]) { actions in
+            ChildSignals.withSpawnAttributes(resetting: [SIGPIPE]) { attributes in
+                ChildEnvironment.withEnvironment { posix_spawn(&pid, executable, &actions, &attributes, arguments, $0) }
+            }
         }
         close(output[1])
         guard status == 0 else {

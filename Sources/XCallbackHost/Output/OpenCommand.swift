@@ -28,14 +28,14 @@ public enum OpenCommand {
 
     private static func launch(_ command: String, url: String, watchingExit: Bool) -> Result<LaunchedCommand, OpenCommandError> {
         var pid = pid_t()
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, 2, 1)
         let arguments: [UnsafeMutablePointer<CChar>?] = [strdup(command), strdup(url), nil]
         defer { arguments.forEach { free($0) } }
-        let status = ChildSignals.withSpawnAttributes(resetting: [SIGPIPE, SIGINT, SIGTERM, SIGHUP]) { attributes in
-            posix_spawnp(&pid, command, &actions, &attributes, arguments, environ)
+        // stdin is /dev/null: a command that reads it must not take the
+        // host's requests.
+        let status = ChildDescriptors.withFileActions { actions in
+            ChildSignals.withSpawnAttributes(resetting: [SIGPIPE, SIGINT, SIGTERM, SIGHUP]) { attributes in
+                posix_spawnp(&pid, command, &actions, &attributes, arguments, environ)
+            }
         }
         guard status == 0 else { return .failure(OpenCommandError(message: String(cString: strerror(status)))) }
         return .success(LaunchedCommand(pid: pid, watchingExit: watchingExit))

@@ -7,7 +7,9 @@ import Musl
 /// Signal state for a process the host starts. The host blocks its signals
 /// on every thread but one and ignores SIGPIPE; a child inherits both
 /// through `posix_spawn` unless told otherwise, and would then neither stop
-/// on SIGTERM nor die on a broken pipe.
+/// on SIGTERM nor die on a broken pipe. Each child also gets a process
+/// group of its own: a terminal's Ctrl-C is the host's to handle, and the
+/// host stops its children itself.
 enum ChildSignals {
     /// Runs `body` with spawn attributes that start the child with no signal
     /// blocked and each of `defaults` at its default action.
@@ -22,7 +24,8 @@ enum ChildSignals {
         sigemptyset(&reset)
         for signal in defaults { sigaddset(&reset, signal) }
         posix_spawnattr_setsigdefault(&attributes, &reset)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        posix_spawnattr_setpgroup(&attributes, 0)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
         return body(&attributes)
     }
 }

@@ -78,15 +78,11 @@ final class WorkerProcess: Sendable {
         let (host, child) = (ends[0], ends[1])
         let shared = WorkerProgress.create()
         defer { if let shared { close(shared.descriptor) } }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, child, WorkerMain.socketDescriptor)
-        if let shared {
-            posix_spawn_file_actions_adddup2(&actions, shared.descriptor, WorkerProgress.workerDescriptor)
-        }
         // The plug-in's stdout is the host's stderr, never its records.
-        posix_spawn_file_actions_adddup2(&actions, 2, 1)
+        var placements = [ChildDescriptors.Placement(descriptor: child, number: WorkerMain.socketDescriptor)]
+        if let shared {
+            placements.append(.init(descriptor: shared.descriptor, number: WorkerProgress.workerDescriptor))
+        }
         let arguments: [UnsafeMutablePointer<CChar>?] = [
             strdup(executable), strdup(WorkerMain.subcommand), strdup(pluginPath),
             strdup("--parent"), strdup(String(getpid())), nil,
@@ -94,8 +90,10 @@ final class WorkerProcess: Sendable {
         defer { arguments.forEach { free($0) } }
         // The worker must not inherit the host's blocked signal mask.
         var pid = pid_t()
-        let status = ChildSignals.withSpawnAttributes(resetting: [SIGPIPE]) { attributes in
-            ChildEnvironment.withEnvironment { posix_spawn(&pid, executable, &actions, &attributes, arguments, $0) }
+        let status = ChildDescriptors.withFileActions(placing: placements) { actions in
+            ChildSignals.withSpawnAttributes(resetting: [SIGPIPE]) { attributes in
+                ChildEnvironment.withEnvironment { posix_spawn(&pid, executable, &actions, &attributes, arguments, $0) }
+            }
         }
         close(child)
         guard status == 0 else {
