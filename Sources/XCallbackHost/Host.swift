@@ -45,6 +45,9 @@ public final class Host: Sendable {
         registry.addBuiltIn(responses, routes: ResponseWaiters.routes)
     }
 
+    /// The checks a plug-in file passes before any of its code runs.
+    private var security: FileSecurity { FileSecurity(allowInsecure: configuration.allowInsecurePlugins) }
+
     /// Every plug-in file found, loaded or refused.
     public var plugins: [PluginStatus] { registry.statuses }
 
@@ -146,7 +149,7 @@ public final class Host: Sendable {
             }
         }
         do {
-            let plugin = try PluginLoader(logger: logger).load(path) { [registry] pattern in
+            let plugin = try PluginLoader(logger: logger, security: security).load(path) { [registry] pattern in
                 registry.owner(ofSameShapeAs: pattern, excluding: path)
             }
             guard admit(plugin.info) else { return nil }
@@ -165,10 +168,10 @@ public final class Host: Sendable {
     /// keeps them), as in-process registration would refuse them. A broken
     /// replacement leaves the running version in place.
     private func prepareWorker(_ path: String, replacing: Bool) -> Prepared? {
-        let executable = configuration.workerExecutable
+        let (executable, security) = (configuration.workerExecutable, security)
         let started = spawner.run { () -> Result<WorkerProcess, WorkerProcess.StartError> in
             Result { () throws(WorkerProcess.StartError) in
-                try WorkerProcess.start(executable: executable, pluginPath: path)
+                try WorkerProcess.start(executable: executable, pluginPath: path, security: security)
             }
         }
         let worker: WorkerProcess
@@ -196,7 +199,7 @@ public final class Host: Sendable {
             }
             routes.append((pattern, index))
         }
-        let endpoint = WorkerEndpoint(first: worker, executable: executable, spawner: spawner,
+        let endpoint = WorkerEndpoint(first: worker, executable: executable, security: security, spawner: spawner,
                                       policy: configuration.restartPolicy, logger: logger)
         logger.info("loaded plug-in '\(info.name)' \(info.version) from \(path) in worker \(worker.pid) with \(routes.count) route(s)")
         return Prepared(endpoint: endpoint, info: info, routes: routes)

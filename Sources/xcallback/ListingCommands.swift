@@ -115,10 +115,11 @@ struct ProbeCommand: ParsableCommand {
         commandName: PluginProbe.subcommand, shouldDisplay: false)
 
     @Argument var file: String
+    @Flag(name: .customLong("allow-insecure-plugins")) var allowInsecure = false
 
     func run() throws {
         Diagnostics.bootstrap(level: .error)
-        throw ExitCode(PluginProbe.runChild(path: file, logger: Diagnostics.logger))
+        throw ExitCode(PluginProbe.runChild(path: file, allowInsecure: allowInsecure, logger: Diagnostics.logger))
     }
 }
 
@@ -151,9 +152,11 @@ struct WorkerCommand: ParsableCommand {
 
     @Argument var file: String
     @Option var parent: Int32
+    @Flag(name: .customLong("allow-insecure-plugins")) var allowInsecure = false
 
     func run() throws {
         Diagnostics.bootstrap(level: .warning, format: Diagnostics.inheritedFormat)
-        throw ExitCode(WorkerMain.run(pluginPath: file, parent: parent, logger: Diagnostics.logger))
+        throw ExitCode(WorkerMain.run(pluginPath: file, parent: parent, allowInsecure: allowInsecure,
+                                      logger: Diagnostics.logger))
     }
 }

@@ -16,8 +16,13 @@ struct IsolationTests {
         let host: ChildProcess
         private var answered = 0
 
-        init(_ plugins: [String] = Products.pluginNames, arguments: [String] = []) throws {
-            fixture = try HostFixture(plugins, isolation: "process")
+        convenience init(_ plugins: [String] = Products.pluginNames, arguments: [String] = []) throws {
+            try self.init(fixture: HostFixture(plugins, isolation: "process"), arguments: arguments)
+        }
+
+        /// A session on a fixture the caller has set up.
+        init(fixture: HostFixture, arguments: [String] = []) throws {
+            self.fixture = fixture
             host = try fixture.start(["--output", "jsonl"] + arguments, stdin: .pipe)
         }
 

@@ -19,12 +19,13 @@ extension PluginLoader {
     /// but the declared functions is ever looked up.
     func loadManifest(
         _ path: String,
+        from file: PluginFile,
         conflictOwner: @escaping @Sendable (RoutePattern) -> String?
     ) throws(PluginLoadError) -> LoadedPlugin {
         func refuse(_ message: String) -> PluginLoadError {
             PluginLoadError(path: path, reason: .badManifest(message))
         }
-        let text = try Self.readManifest(path)
+        let text = try Self.readManifest(file)
         let manifest: BindingManifest
         do {
             manifest = try BindingManifest(parsing: text)
@@ -33,9 +34,26 @@ extension PluginLoader {
         }
 
         let libraryPath = Self.resolve(manifest.library, besides: path)
+        // A library named by path passes the same checks as a plug-in, on
+        // the descriptor it is then loaded from, before any of its code (its
+        // constructors) runs. A bare name is the dynamic linker's to find,
+        // in the system's library folders.
+        var loadName = libraryPath
+        if libraryPath.contains("/") {
+            let library: PluginFile
+            do {
+                library = try PluginFile.open(libraryPath, security: security)
+            } catch {
+                switch error.reason {
+                case .cannotOpen(let why): throw refuse("cannot open library '\(manifest.library)': \(why)")
+                default: throw refuse("library '\(manifest.library)' \(error.reasonText)")
+                }
+            }
+            loadName = library.loadName
+        }
         // RTLD_NOW | RTLD_LOCAL for the reasons given in load(_:).
         _ = dlerror()
-        guard let library = dlopen(libraryPath, RTLD_NOW | RTLD_LOCAL) else {
+        guard let library = dlopen(loadName, RTLD_NOW | RTLD_LOCAL) else {
             throw refuse("cannot open library '\(manifest.library)': \(Self.dlerrorText())")
         }
         var bound: [(route: RoutePattern, function: BoundFunction)] = []
@@ -83,16 +101,12 @@ extension PluginLoader {
         return String(manifest[...slash]) + library
     }
 
-    private static func readManifest(_ path: String) throws(PluginLoadError) -> String {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else {
-            throw PluginLoadError(path: path, reason: .cannotOpen(String(cString: strerror(errno))))
-        }
-        defer { close(descriptor) }
+    private static func readManifest(_ file: PluginFile) throws(PluginLoadError) -> String {
+        let (path, descriptor) = (file.path, file.descriptor)
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 16_384)
         while true {
-            let count = read(descriptor, &chunk, chunk.count)
+            let count = pread(descriptor, &chunk, chunk.count, off_t(bytes.count))
             if count < 0 && errno == EINTR { continue }
             if count < 0 {
                 throw PluginLoadError(path: path, reason: .cannotOpen(String(cString: strerror(errno))))

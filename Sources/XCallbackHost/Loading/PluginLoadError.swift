@@ -30,6 +30,9 @@ public struct PluginLoadError: Error, Sendable, Equatable, CustomStringConvertib
         self.reason = reason
     }
 
+    /// The reason alone, without the path (for a message about another file).
+    public var reasonText: String { String(description.dropFirst(path.count + 2)) }
+
     public var description: String {
         switch reason {
         case .cannotOpen(let message): return "\(path): cannot load: \(message)"

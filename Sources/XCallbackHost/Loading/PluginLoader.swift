@@ -51,8 +51,12 @@ public final class LoadedPlugin: Sendable {
 public struct PluginLoader: Sendable {
     public var logger: Logger
 
-    public init(logger: Logger) {
+    /// The checks every file loaded must pass first (`--allow-insecure-plugins` relaxes them).
+    let security: FileSecurity
+
+    public init(logger: Logger, security: FileSecurity = FileSecurity()) {
         self.logger = logger
+        self.security = security
     }
 
     /// Why a route was refused, given the owner the conflict check named.
@@ -68,26 +72,40 @@ public struct PluginLoader: Sendable {
     /// `conflictOwner` answers whether another plug-in owns a route of the
     /// same shape (the existing owner keeps it). Routes on the host's own
     /// scheme are refused whoever loads the file (host, worker, probe).
+    /// Loads `path`, opened and checked here, or from `descriptor` when a
+    /// parent process already opened and checked it (workers, probes).
     public func load(
         _ path: String,
+        from descriptor: Int32? = nil,
         conflictOwner otherOwner: @escaping @Sendable (RoutePattern) -> String? = { _ in nil }
     ) throws(PluginLoadError) -> LoadedPlugin {
         let conflictOwner: @Sendable (RoutePattern) -> String? = { pattern in
             pattern.scheme == Correlation.scheme ? Correlation.scheme : otherOwner(pattern)
         }
+        // A name without a slash is a file here (`xcallback check hello.so`),
+        // not a request to search the library path.
+        let pluginFile: PluginFile
+        if let descriptor {
+            pluginFile = .inherited(descriptor, path: path)
+        } else {
+            do {
+                pluginFile = try .open(path.contains("/") ? path : "./" + path, security: security)
+            } catch {
+                throw PluginLoadError(path: path, reason: error.reason)
+            }
+        }
         if path.hasSuffix(BindingManifest.suffix) {
-            return try loadManifest(path, conflictOwner: conflictOwner)
+            defer { pluginFile.close() }
+            return try loadManifest(path, from: pluginFile, conflictOwner: conflictOwner)
         }
         // RTLD_NOW: an unresolved symbol fails here, not mid-request.
         // RTLD_LOCAL: plug-ins cannot see (or clash with) each other's symbols.
         // Never RTLD_DEEPBIND: it breaks the shared Swift runtime and libc.
-        // A name without a slash is a file here (`xcallback check hello.so`),
-        // not a request to search the library path.
-        let file: String
-        switch SharedLibraryFile.openForLoading(path.contains("/") ? path : "./" + path) {
-        case .success(let name): file = name
-        case .failure(let failure): throw PluginLoadError(path: path, reason: .cannotOpen(failure.message))
+        if let problem = SharedLibraryFile.problem(loading: pluginFile) {
+            pluginFile.close()
+            throw PluginLoadError(path: path, reason: .cannotOpen(problem))
         }
+        let file = pluginFile.loadName
         guard let library = dlopen(file, RTLD_NOW | RTLD_LOCAL) else {
             // dlerror names the file we passed (/proc/self/fd/N); the error names the path.
             let message = Self.dlerrorMessage()

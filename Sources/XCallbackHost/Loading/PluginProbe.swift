@@ -26,17 +26,24 @@ public enum PluginProbe {
 
     public static func probe(_ path: String, executable: String, allowInsecure: Bool,
                              timeLimit: Int32 = PluginProbe.timeLimit) -> PluginStatus {
-        if case .failure(let error) = FileSecurity(allowInsecure: allowInsecure).check(file: path) {
-            return PluginStatus(path: path, info: nil, routes: [], error: error)
+        // The child loads the very file checked here.
+        let file: PluginFile
+        do {
+            file = try PluginFile.open(path.contains("/") ? path : "./" + path, security: FileSecurity(allowInsecure: allowInsecure))
+        } catch {
+            return PluginStatus(path: path, info: nil, routes: [], error: PluginLoadError(path: path, reason: error.reason))
         }
+        defer { file.close() }
         var output: [Int32] = [0, 0]
         guard xcallback_pipe_cloexec(&output) == 0 else {
             return failed(path, .other("pipe: \(String(cString: strerror(errno)))"))
         }
-        let arguments: [UnsafeMutablePointer<CChar>?] = [strdup(executable), strdup(subcommand), strdup(path), nil]
+        let arguments: [UnsafeMutablePointer<CChar>?] = [strdup(executable), strdup(subcommand), strdup(path)]
+            + (allowInsecure ? [strdup(WorkerMain.allowInsecureFlag)] : []) + [nil]
         defer { arguments.forEach { free($0) } }
         var pid = pid_t()
-        let status = ChildDescriptors.withFileActions(stdout: output[1]) { actions in
+        let library = ChildDescriptors.Placement(descriptor: file.descriptor, number: WorkerMain.libraryDescriptor)
+        let status = ChildDescriptors.withFileActions(stdout: output[1], placing: [library]) { actions in
             ChildSignals.withSpawnAttributes(resetting: [SIGPIPE]) { attributes in
                 ChildEnvironment.withEnvironment { posix_spawn(&pid, executable, &actions, &attributes, arguments, $0) }
             }
@@ -60,13 +67,14 @@ public enum PluginProbe {
     }
 
     /// The child's side: load, report, exit.
-    public static func runChild(path: String, logger: Logger) -> Int32 {
+    public static func runChild(path: String, allowInsecure: Bool, logger: Logger) -> Int32 {
         // Anything the plug-in prints must not be mistaken for the report.
         let report = dup(1)
         dup2(2, 1)
         var lines: [String] = []
         do {
-            let plugin = try PluginLoader(logger: logger).load(path)
+            let plugin = try PluginLoader(logger: logger, security: FileSecurity(allowInsecure: allowInsecure))
+                .load(path, from: WorkerMain.libraryDescriptor)
             let info = plugin.info
             lines.append(["plugin", info.name, info.version, "\(info.abiMajor).\(info.abiMinor)", info.summary].map(escape).joined(separator: "\t"))
             for route in plugin.routes { lines.append("route\t" + escape(route.text)) }

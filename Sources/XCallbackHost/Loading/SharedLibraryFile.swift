@@ -20,22 +20,11 @@ enum SharedLibraryFile {
         var message: String
     }
 
-    /// The name to pass to `dlopen` for `path`.
-    static func openForLoading(_ path: String) -> Result<String, Failure> {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else {
-            return .failure(Failure(message: String(cString: strerror(errno))))
-        }
+    /// Why `file` must not be given to `dlopen`, or nil when it may.
+    static func problem(loading file: PluginFile) -> String? {
         var info = stat()
-        guard fstat(descriptor, &info) == 0 else {
-            close(descriptor)
-            return .failure(Failure(message: String(cString: strerror(errno))))
-        }
-        if let problem = truncation(descriptor, size: Int(info.st_size)) {
-            close(descriptor)
-            return .failure(Failure(message: problem))
-        }
-        return .success("/proc/self/fd/\(descriptor)")
+        guard fstat(file.descriptor, &info) == 0 else { return String(cString: strerror(errno)) }
+        return truncation(file.descriptor, size: Int(info.st_size))
     }
 
     /// Why a 64-bit ELF file is cut short, or nil when its headers and

@@ -14,6 +14,8 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
     let pluginName: String
     let path: String
     private let executable: String
+    /// The checks every (re)started worker's file passes first.
+    private let security: FileSecurity
     private let spawner: WorkerSpawner
     private let policy: RestartPolicy
     private let logger: Logger
@@ -44,8 +46,10 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
     /// looked up their route just before the swap.
     static let retireDelay: Duration = .milliseconds(200)
 
-    init(first worker: WorkerProcess, executable: String, spawner: WorkerSpawner, policy: RestartPolicy, logger: Logger) {
+    init(first worker: WorkerProcess, executable: String, security: FileSecurity, spawner: WorkerSpawner,
+         policy: RestartPolicy, logger: Logger) {
         self.spawner = spawner
+        self.security = security
         self.pluginName = worker.ready.info.name
         self.path = worker.ready.info.path
         self.routes = worker.ready.routes
@@ -217,7 +221,7 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
             guard needed else { return }
             let worker: WorkerProcess
             do {
-                worker = try WorkerProcess.start(executable: executable, pluginPath: path)
+                worker = try WorkerProcess.start(executable: executable, pluginPath: path, security: security)
             } catch {
                 disable("plug-in '\(pluginName)' could not be restarted: \(error)")
                 return

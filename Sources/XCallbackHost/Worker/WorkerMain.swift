@@ -16,8 +16,13 @@ public enum WorkerMain {
     public static let subcommand = "__worker"
     /// The worker's end of the socketpair.
     static let socketDescriptor: Int32 = 3
+    /// The plug-in file, opened and checked by the host.
+    static let libraryDescriptor: Int32 = 4
+    /// The flag the host adds when the operator passed `--allow-insecure-plugins`
+    /// (it relaxes the checks of a manifest's library, which the worker opens).
+    public static let allowInsecureFlag = "--allow-insecure-plugins"
 
-    public static func run(pluginPath: String, parent: pid_t, logger: Logger) -> Int32 {
+    public static func run(pluginPath: String, parent: pid_t, allowInsecure: Bool, logger: Logger) -> Int32 {
         // Die with the host, even one killed with SIGKILL; and if it died
         // before this line ran, leave now.
         _ = xcallback_set_parent_death_signal(SIGKILL)
@@ -43,7 +48,9 @@ public enum WorkerMain {
         }
         let plugin: LoadedPlugin
         do {
-            plugin = try PluginLoader(logger: logger).load(pluginPath)
+            // The very file the host checked, not whatever the path names now.
+            plugin = try PluginLoader(logger: logger, security: FileSecurity(allowInsecure: allowInsecure))
+                .load(pluginPath, from: libraryDescriptor)
         } catch {
             send(.loadFailed(message: error.description))
             writer.flush()

@@ -70,7 +70,18 @@ final class WorkerProcess: Sendable {
 
     /// Starts `executable __worker PATH`, waits for its handshake (up to
     /// `handshakeTimeout` seconds), and returns it ready for requests.
-    static func start(executable: String, pluginPath: String, handshakeTimeout: Int32 = 10) throws(StartError) -> WorkerProcess {
+    static func start(executable: String, pluginPath: String, security: FileSecurity,
+                      handshakeTimeout: Int32 = 10) throws(StartError) -> WorkerProcess {
+        // Opened and checked here, for every start and restart: the worker
+        // loads this descriptor, so a file swapped since the last check can
+        // never run unchecked.
+        let file: PluginFile
+        do {
+            file = try PluginFile.open(pluginPath, security: security)
+        } catch {
+            throw StartError(message: error.description)
+        }
+        defer { file.close() }
         var ends: [Int32] = [0, 0]
         guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else {
             throw StartError(message: "socketpair: \(String(cString: strerror(errno)))")
@@ -79,14 +90,15 @@ final class WorkerProcess: Sendable {
         let shared = WorkerProgress.create()
         defer { if let shared { close(shared.descriptor) } }
         // The plug-in's stdout is the host's stderr, never its records.
-        var placements = [ChildDescriptors.Placement(descriptor: child, number: WorkerMain.socketDescriptor)]
+        var placements = [ChildDescriptors.Placement(descriptor: child, number: WorkerMain.socketDescriptor),
+                          ChildDescriptors.Placement(descriptor: file.descriptor, number: WorkerMain.libraryDescriptor)]
         if let shared {
             placements.append(.init(descriptor: shared.descriptor, number: WorkerProgress.workerDescriptor))
         }
         let arguments: [UnsafeMutablePointer<CChar>?] = [
             strdup(executable), strdup(WorkerMain.subcommand), strdup(pluginPath),
-            strdup("--parent"), strdup(String(getpid())), nil,
-        ]
+            strdup("--parent"), strdup(String(getpid())),
+        ] + (security.allowInsecure ? [strdup(WorkerMain.allowInsecureFlag)] : []) + [nil]
         defer { arguments.forEach { free($0) } }
         // The worker must not inherit the host's blocked signal mask.
         var pid = pid_t()

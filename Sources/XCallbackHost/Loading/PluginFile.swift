@@ -1,0 +1,40 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A plug-in file (a library, or a binding manifest's library) opened once
+/// and checked through that open descriptor, so what is loaded is exactly
+/// what was checked, whoever swaps the path afterwards. The host opens and
+/// checks it again for every worker it starts, restarts included.
+struct PluginFile {
+    /// The path as the user named it, for messages.
+    let path: String
+    let descriptor: Int32
+
+    /// Opens `path` and checks the open file and the folders on its real path.
+    static func open(_ path: String, security: FileSecurity) throws(PluginLoadError) -> PluginFile {
+        let descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw PluginLoadError(path: path, reason: .cannotOpen(String(cString: strerror(errno))))
+        }
+        if let error = security.check(descriptor: descriptor, path: path) {
+            Glibc.close(descriptor)
+            throw error
+        }
+        return PluginFile(path: path, descriptor: descriptor)
+    }
+
+    /// A descriptor a parent already opened and checked (a worker's, a probe's).
+    static func inherited(_ descriptor: Int32, path: String) -> PluginFile {
+        PluginFile(path: path, descriptor: descriptor)
+    }
+
+    /// The name `dlopen` loads it by. glibc returns an already loaded
+    /// library when the name matches, so the descriptor stays open for the
+    /// life of the process once loaded: the name must never be reused.
+    var loadName: String { "/proc/self/fd/\(descriptor)" }
+
+    func close() { Glibc.close(descriptor) }
+}
