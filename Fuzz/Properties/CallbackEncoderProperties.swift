@@ -16,6 +16,9 @@ import XCallbackURL
 ///    x-callback parameter is read as one, as the parser reads any such name.
 /// 4. Without a callback, `success?…` (or `error?…`, `cancel?…`) carries the same parameters.
 /// 5. A NUL in a name or value (escaped `%00`) makes the line unparseable rather than cut short.
+/// 6. A line is always one line: no control byte (CR, LF, any C0, DEL) in it, raw, whatever the
+///    callback held; the callback's components come back as its line-safe form has them
+///    (its control bytes percent-encoded).
 enum CallbackEncoderProperties {
     static func check(_ input: UnsafeBufferPointer<UInt8>) throws(PropertyViolation) {
         try checkRoundTrip(text(input))
@@ -120,7 +123,8 @@ enum CallbackEncoderProperties {
 
         let first = text(lines[0])
         var callbacks: [(text: String, url: RequestURL)] = []
-        if let url = try? RequestURL(parsing: first) { callbacks.append((first, url)) }
+        // The callback is written line-safe: its control bytes percent-encoded.
+        if let url = try? RequestURL(parsing: CallbackURL.appending([], to: first)) { callbacks.append((first, url)) }
         let fallback = fallbackCallbacks[lines[0].count % fallbackCallbacks.count]
         callbacks.append((fallback, try! RequestURL(parsing: fallback)))
 
@@ -134,6 +138,8 @@ enum CallbackEncoderProperties {
                 var written: [UInt8] = [0x2A]
                 outcome.appendLine(callback: callback, to: &written)
                 try require(written == [0x2A] + Array(line.utf8), "appendLine writes what line returns", shown(line))
+                try require(!line.utf8.contains { $0 < 0x20 || $0 == 0x7F }, "a record is one line, with no raw control byte",
+                            shown(line))
                 try checkParses(line, as: expected(callbackURL, plus: parameters), hasNUL: hasNUL,
                                 "appended outcome parameters come back exactly, and nothing else (callback \(shown(callback)))")
             }

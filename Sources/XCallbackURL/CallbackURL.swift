@@ -3,8 +3,10 @@ public enum CallbackURL {
     /// `url` with `parameters` percent-encoded and appended: after `&` if the URL
     /// already has a query, else after `?`, and before any `#fragment`.
     /// An empty query (`app://ok?`) or one ending in `&` gets no second separator.
+    /// Control bytes in `url` (it was decoded from input) come out
+    /// percent-encoded, so the result is always one line.
     public static func appending(_ parameters: [QueryParameter], to url: String) -> String {
-        if parameters.isEmpty { return url }
+        if parameters.isEmpty && !url.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) { return url }
         var output: [UInt8] = []
         append(parameters, to: url, into: &output)
         return String(decoding: output, as: UTF8.self)
@@ -36,7 +38,7 @@ public enum CallbackURL {
         prefix: UnsafeBufferPointer<UInt8>, parameters: [QueryParameter], as joining: Joining, into output: inout [UInt8]
     ) {
         // Encoding at most triples a byte; '?', '=' and '&' add one each per parameter.
-        var capacity = prefix.count &+ 1
+        var capacity = 3 &* prefix.count &+ 1
         for parameter in parameters {
             capacity &+= 3 &* (parameter.name.utf8.count &+ parameter.value.utf8.count) &+ 2
         }
@@ -58,8 +60,7 @@ public enum CallbackURL {
                         separator = queryIsEmpty || base[fragmentStart - 1] == ASCII.ampersand ? 0 : ASCII.ampersand
                     }
                 }
-                target.update(from: base, count: fragmentStart)
-                target += fragmentStart
+                target = PercentEncoding.writeLineSafe(UnsafeBufferPointer(start: base, count: fragmentStart), to: target)
             }
             if !parameters.isEmpty {
                 if separator != 0 {
@@ -69,8 +70,8 @@ public enum CallbackURL {
                 target = writeQuery(parameters, to: target)
             }
             if let base = prefix.baseAddress, fragmentStart < prefix.count {
-                target.update(from: base + fragmentStart, count: prefix.count - fragmentStart)
-                target += prefix.count - fragmentStart
+                target = PercentEncoding.writeLineSafe(
+                    UnsafeBufferPointer(start: base + fragmentStart, count: prefix.count - fragmentStart), to: target)
             }
             output.append(contentsOf: UnsafeBufferPointer(start: start, count: target - start))
         }

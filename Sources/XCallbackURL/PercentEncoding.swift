@@ -86,6 +86,31 @@ public enum PercentEncoding {
     }
 }
 
+extension PercentEncoding {
+    /// Copies a URL that came from input, percent-encoding the bytes that
+    /// could break or forge a record line (C0 controls, including CR and LF,
+    /// and DEL): a decoded `x-success=app://ok%0Aerror?…` must stay one line.
+    /// Everything else is copied as it is. Returns the position after it.
+    @inline(__always)
+    static func writeLineSafe(_ bytes: UnsafeBufferPointer<UInt8>, to target: UnsafeMutablePointer<UInt8>)
+        -> UnsafeMutablePointer<UInt8>
+    {
+        var target = target
+        for byte in bytes {
+            if byte < 0x20 || byte == 0x7F {
+                target[0] = ASCII.percent
+                target[1] = ASCII.hexDigit(byte >> 4)
+                target[2] = ASCII.hexDigit(byte & 0x0F)
+                target += 3
+            } else {
+                target.pointee = byte
+                target += 1
+            }
+        }
+        return target
+    }
+}
+
 extension String {
     /// The UTF-8 bytes of the string without copying a native string (small ones are read from a stack copy).
     @inlinable @inline(__always)
