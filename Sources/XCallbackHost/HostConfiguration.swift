@@ -22,6 +22,8 @@ public struct HostConfiguration: Sendable {
     public var keepOrder = false
     public var output: OutputFormat = .url
     public var openCommand: String?
+    /// Which callback schemes `--open` may open.
+    public var openSchemes = OpenSchemePolicy()
     public var limits = ParseLimits.default
     public var allowInsecurePlugins = false
 

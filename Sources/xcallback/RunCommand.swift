@@ -47,6 +47,9 @@ struct RunCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Run COMMAND with each callback URL as its only argument instead of printing it.", valueName: "command"))
     var open: String?
 
+    @Option(name: .customLong("open-scheme"), help: ArgumentHelp("Let --open open callbacks of SCHEME, one it refuses by default (file, javascript, data, vbscript, blob, filesystem, about, view-source, jar). Repeatable.", valueName: "scheme"))
+    var openSchemes: [String] = []
+
     @Option(name: .customLong("max-line-bytes"), help: "Longest accepted request line; longer lines are InvalidURL.")
     var maxLineBytes: Int = 65_536
 
@@ -102,6 +105,7 @@ struct RunCommand: ParsableCommand {
         configuration.keepOrder = keepOrder
         configuration.output = output.value
         configuration.openCommand = open
+        configuration.openSchemes = OpenSchemePolicy(allowing: openSchemes)
         configuration.limits = ParseLimits(maxLineBytes: maxLineBytes)
         configuration.allowInsecurePlugins = plugins.allowInsecure
         configuration.workerExecutable = Environment.executable

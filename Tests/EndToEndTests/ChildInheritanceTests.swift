@@ -117,3 +117,47 @@ struct ChildInheritanceTests {
         #expect(answered == Set(0..<20_000), "\(20_000 - answered.count) requests without an outcome")
     }
 }
+
+/// `--open` opens only schemes that ask another program (README, "--open"):
+/// before, `xdg-open file:///etc/passwd?…` was run for any request that
+/// named such a callback.
+@Suite("--open schemes")
+struct OpenSchemeTests {
+    static func opener(in fixture: HostFixture) throws -> (command: String, log: String) {
+        let log = fixture.scratch.file("opened.log")
+        let command = fixture.scratch.file("opener")
+        try installScript(at: command, "#!/bin/sh\nprintf '%s\\n' \"$1\" >> '\(log)'\n")
+        return (command, log)
+    }
+
+    static let lines = [
+        "calc://x-callback-url/add?lhs=1&rhs=2&x-success=file:///etc/passwd%3Fa%3D",
+        "calc://x-callback-url/add?lhs=1&rhs=3&x-success=JavaScript:alert(1)",
+        "calc://x-callback-url/add?lhs=1&rhs=4&x-success=file:///etc/shadow",
+        "calc://x-callback-url/add?lhs=1&rhs=5&x-success=app://ok",
+    ]
+
+    @Test("file: and javascript: callbacks are written, not opened, with one warning per scheme; other schemes are opened")
+    func dangerousSchemesAreRefused() throws {
+        let fixture = try HostFixture(["Calculator"])
+        let (command, log) = try Self.opener(in: fixture)
+        let result = try fixture.run(["-k", "--open", command], lines: Self.lines)
+        #expect(result.status == .exited(0), "stderr: \(result.stderr)")
+        let opened = (try? String(contentsOfFile: log, encoding: .utf8)).map(ChildProcess.lines) ?? []
+        #expect(opened == ["app://ok?result=6"])
+        #expect(result.lines == ["file:///etc/passwd?a=&result=3", "JavaScript:alert(1)?result=4", "file:///etc/shadow?result=5"])
+        #expect(result.stderr.components(separatedBy: "refused to open a 'file:' callback").count == 2, "stderr: \(result.stderr)")
+        #expect(result.stderr.contains("refused to open a 'javascript:' callback"), "stderr: \(result.stderr)")
+    }
+
+    @Test("--open-scheme file lets file: callbacks be opened")
+    func operatorAllowsAScheme() throws {
+        let fixture = try HostFixture(["Calculator"])
+        let (command, log) = try Self.opener(in: fixture)
+        let result = try fixture.run(["-k", "--open", command, "--open-scheme", "file"], lines: Self.lines)
+        #expect(result.status == .exited(0), "stderr: \(result.stderr)")
+        let opened = (try? String(contentsOfFile: log, encoding: .utf8)).map(ChildProcess.lines) ?? []
+        #expect(Set(opened) == ["file:///etc/passwd?a=&result=3", "file:///etc/shadow?result=5", "app://ok?result=6"])
+        #expect(result.lines == ["JavaScript:alert(1)?result=4"])
+    }
+}

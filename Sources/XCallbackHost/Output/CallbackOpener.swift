@@ -14,11 +14,24 @@ final class CallbackOpener: Sendable {
     let logger: Logger
     private let running = ConditionLock(0)
     let maxConcurrent: Int
+    let schemes: OpenSchemePolicy
+    /// Refused schemes already logged: one warning per scheme, not per record.
+    private let reported = Lock(Set<String>())
 
-    init(command: String, maxConcurrent: Int = 8, logger: Logger) {
+    init(command: String, schemes: OpenSchemePolicy = OpenSchemePolicy(), maxConcurrent: Int = 8, logger: Logger) {
         self.command = command
+        self.schemes = schemes
         self.maxConcurrent = maxConcurrent
         self.logger = logger
+    }
+
+    /// Whether `url` may be opened; logs a refused scheme once.
+    func allows(_ url: String) -> Bool {
+        guard let scheme = schemes.refusedScheme(of: url) else { return true }
+        if reported.withLock({ $0.insert(scheme).inserted }) {
+            logger.warning("--open: refused to open a '\(scheme):' callback (--open-scheme \(scheme) allows it); such records are written to stdout instead")
+        }
+        return false
     }
 
     func open(_ url: String) {

@@ -79,7 +79,7 @@ final class OutputSink: Sendable {
 
     private func deliver(_ record: OutcomeRecord) {
         tally.count(record.outcome)
-        if let opener, let url = record.resolvedCallback {
+        if let opener, let url = record.resolvedCallback, opener.allows(url) {
             opener.open(url)
         } else {
             writer.append { format.write(record, to: &$0) }
