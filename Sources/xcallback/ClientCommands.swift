@@ -82,7 +82,7 @@ struct CallCommand: ParsableCommand {
     @Option(help: ArgumentHelp("With --via-open: the program that opens URL, run with it as its only argument (no shell). Default: xdg-open.", valueName: "command"))
     var open: String?
 
-    @Option(help: ArgumentHelp("With --via-open: seconds to wait for the response (default 300, at most 86400).", valueName: "seconds"))
+    @Option(help: ArgumentHelp("With --via-open: seconds to wait for the response (default 300, at most 3600).", valueName: "seconds"))
     var timeout: Double?
 
     @Argument(help: "The request URL.") var url: String

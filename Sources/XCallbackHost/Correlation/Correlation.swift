@@ -23,8 +23,9 @@ public enum Correlation {
     /// An await's timeout when it names none, in seconds: long enough for a
     /// person to answer a dialog in the other program.
     public static let defaultTimeoutSeconds = 300.0
-    /// The longest timeout an await may ask for (a day).
-    public static let maxTimeoutSeconds = 86_400.0
+    /// The longest timeout an await may ask for: an await holds its caller,
+    /// and on stdin the whole run, that long.
+    public static let maxTimeoutSeconds = 3_600.0
 
     static let awaitPattern = builtIn("await")
     static let responsePattern = builtIn("response")
