@@ -37,7 +37,9 @@ public final class Host: Sendable {
         self.dispatcher = Dispatcher(
             registry: registry, limits: configuration.limits, timeout: configuration.timeout,
             keepsInput: configuration.output == .jsonl, logger: logger)
-        self.opener = configuration.openCommand.map { CallbackOpener(command: $0, logger: logger) }
+        self.opener = configuration.openCommand.map {
+            CallbackOpener(command: $0, schemes: configuration.openSchemes, logger: logger)
+        }
         self.responses = ResponseWaiters(logger: logger)
         self.discovery = PluginDiscovery(
             directories: configuration.pluginDirectories,
@@ -88,7 +90,7 @@ public final class Host: Sendable {
             if replacing {
                 let old = registry.replace(path: path, with: prepared.endpoint, info: prepared.info, routes: prepared.routes)
                 if let old { retire(old) }
-                logger.notice("reloaded plug-in '\(prepared.info.name)' from \(path)")
+                logger.notice("reloaded plug-in '\(PrintableText.escaping(prepared.info.name))' from \(PrintableText.escaping(path))")
             } else {
                 registry.add(prepared.endpoint, info: prepared.info, routes: prepared.routes)
             }
@@ -100,7 +102,7 @@ public final class Host: Sendable {
         }
         for path in gone {
             if let old = registry.remove(path: path) {
-                logger.notice("plug-in file \(path) was removed; its routes are gone")
+                logger.notice("plug-in file \(PrintableText.escaping(path)) was removed; its routes are gone")
                 retire(old)
             } else {
                 registry.remove(path: path)
@@ -153,7 +155,7 @@ public final class Host: Sendable {
                 registry.owner(ofSameShapeAs: pattern, excluding: path)
             }
             guard admit(plugin.info) else { return nil }
-            logger.info("loaded plug-in '\(plugin.name)' \(plugin.info.version) from \(path) with \(plugin.routes.count) route(s)")
+            logger.info("loaded plug-in '\(PrintableText.escaping(plugin.name))' \(PrintableText.escaping(plugin.info.version)) from \(PrintableText.escaping(path)) with \(plugin.routes.count) route(s)")
             return Prepared(endpoint: InProcessEndpoint(plugin: plugin), info: plugin.info,
                             routes: plugin.routes.enumerated().map { ($1, $0) })
         } catch {
@@ -201,7 +203,7 @@ public final class Host: Sendable {
         }
         let endpoint = WorkerEndpoint(first: worker, executable: executable, security: security, spawner: spawner,
                                       policy: configuration.restartPolicy, logger: logger)
-        logger.info("loaded plug-in '\(info.name)' \(info.version) from \(path) in worker \(worker.pid) with \(routes.count) route(s)")
+        logger.info("loaded plug-in '\(PrintableText.escaping(info.name))' \(PrintableText.escaping(info.version)) from \(PrintableText.escaping(path)) in worker \(worker.pid) with \(routes.count) route(s)")
         return Prepared(endpoint: endpoint, info: info, routes: routes)
     }
 

@@ -1,6 +1,9 @@
 import ArgumentParser
 import XCallbackHost
 
+/// Text from a file name or a plug-in, on one line.
+private func shown(_ text: String) -> String { PrintableText.escaping(text) }
+
 /// Probes every plug-in file of the directories, each in a child process.
 private func probeAll(_ options: PluginDirectoryOptions) throws -> [PluginStatus] {
     let scan = PluginDiscovery(directories: options.resolved,
@@ -36,9 +39,9 @@ struct PluginsCommand: ParsableCommand {
                     ("error", status.error.map { .string($0.description) } ?? .null),
                 ]))
             } else if let info = status.info, status.isLoaded {
-                print("loaded    \(info.name) \(info.version) (ABI \(info.abiMajor).\(info.abiMinor), \(status.routes.count) routes)  \(status.path)")
+                print("loaded    \(shown(info.name)) \(shown(info.version)) (ABI \(info.abiMajor).\(info.abiMinor), \(status.routes.count) routes)  \(shown(status.path))")
             } else {
-                print("rejected  \(status.error?.description ?? status.path)")
+                print("rejected  \(status.error?.description ?? shown(status.path))")
             }
         }
     }
@@ -74,9 +77,9 @@ struct RoutesCommand: ParsableCommand {
                     if let signature { fields.append(("signature", .string(signature))) }
                     print(JSONText.object(fields))
                 } else if let signature {
-                    print("\(route.text) → \(status.info!.name)  \(signature)")
+                    print("\(shown(route.text)) → \(shown(status.info!.name))  \(shown(signature))")
                 } else {
-                    print("\(route.text) → \(status.info!.name)")
+                    print("\(shown(route.text)) → \(shown(status.info!.name))")
                 }
             }
         }
@@ -98,12 +101,12 @@ struct CheckCommand: ParsableCommand {
         guard status.isLoaded, let info = status.info else {
             throw Failure.exit(status.error?.description ?? "\(file): not a valid plug-in")
         }
-        print("\(info.name) \(info.version) (ABI \(info.abiMajor).\(info.abiMinor))")
+        print("\(shown(info.name)) \(shown(info.version)) (ABI \(info.abiMajor).\(info.abiMinor))")
         for route in status.routes {
             if let signature = status.signature(of: route) {
-                print("\(route.text)  \(signature)")
+                print("\(shown(route.text))  \(shown(signature))")
             } else {
-                print(route.text)
+                print(shown(route.text))
             }
         }
     }

@@ -129,3 +129,28 @@ struct ListingTests {
         }
     }
 }
+
+/// A file name is printed on one line, whatever it holds (README, "Using it").
+@Suite("Listing hostile file names")
+struct HostileFileNameTests {
+    @Test("a plug-in file whose name holds a newline is listed on one line, escaped")
+    func newlineInAFileName() throws {
+        let fixture = try HostFixture(["Calculator"])
+        let hostile = fixture.plugins + "/evil\nrejected  forged.so"
+        #expect(copyfile(Products.plugin("Alert"), to: hostile))
+        for command in ["plugins", "routes"] {
+            let result = try xcallback([command, "--plugins", fixture.plugins])
+            #expect(result.status == .exited(0), "stderr: \(result.stderr)")
+            #expect(!result.lines.contains { $0.hasPrefix("rejected  forged") }, "\(command): \(result.lines)")
+            if command == "plugins" {
+                #expect(result.lines.count == 2, "\(result.lines)")
+                #expect(result.lines.contains { $0.contains("evil\\nrejected  forged.so") }, "\(result.lines)")
+            }
+        }
+        let json = try xcallback(["plugins", "--json", "--plugins", fixture.plugins])
+        #expect(json.lines.count == 2)
+        for line in json.lines {
+            #expect((try? JSONSerialization.jsonObject(with: Data(line.utf8))) != nil, "not JSON: \(line)")
+        }
+    }
+}

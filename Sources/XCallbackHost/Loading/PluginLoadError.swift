@@ -31,9 +31,13 @@ public struct PluginLoadError: Error, Sendable, Equatable, CustomStringConvertib
     }
 
     /// The reason alone, without the path (for a message about another file).
-    public var reasonText: String { String(description.dropFirst(path.count + 2)) }
+    public var reasonText: String { String(description.dropFirst(shownPath.count + 2)) }
+
+    /// The path as printed: control characters escaped.
+    private var shownPath: String { PrintableText.escaping(path) }
 
     public var description: String {
+        let path = shownPath
         switch reason {
         case .cannotOpen(let message): return "\(path): cannot load: \(message)"
         case .notAPlugin: return "\(path): not an xcallback plug-in (no xcallback_plugin_descriptor symbol)"
