@@ -28,6 +28,14 @@ int xcallback_defer_stop_signals_to_host(void) {
     return sigaction(SIGTERM, &action, NULL);
 }
 
+int xcallback_peer_uid(int socket, unsigned int *uid) {
+    struct ucred credentials;
+    socklen_t length = sizeof credentials;
+    if (getsockopt(socket, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) return -1;
+    *uid = (unsigned int)credentials.uid;
+    return 0;
+}
+
 int xcallback_pipe_cloexec(int fds[2]) {
     return pipe2(fds, O_CLOEXEC);
 }

@@ -289,7 +289,12 @@ public final class Host: Sendable {
             fifo.closeDescriptors()
             drain(loop)
         case .socket(let listener):
-            listener.acceptConnections(until: stopSignal) { [self] connection in
+            let reported = Lock(Set<uid_t>())
+            listener.acceptConnections(until: stopSignal, refused: { [logger] uid in
+                guard reported.withLock({ $0.insert(uid ?? uid_t.max).inserted }) else { return }
+                let who = uid.map { "uid \($0)" } ?? "a peer whose uid is unknown"
+                logger.warning("refused a connection to the socket from \(who): only uid \(geteuid()) and root may connect (logged once per uid)")
+            }) { [self] connection in
                 let sink = OutputSink(connection: connection, format: configuration.output,
                                       keepOrder: configuration.keepOrder, tally: tally,
                                       stop: stopSignal, gracePeriod: configuration.gracePeriod)

@@ -29,7 +29,7 @@ struct SendCommand: ParsableCommand {
     }
 
     func run() throws {
-        let path = fifo ?? Environment.defaultFIFO
+        let path = try fifo ?? Environment.defaultFIFO()
         signal(SIGPIPE, SIG_IGN)
         // Non-blocking open fails with ENXIO when no host has the FIFO open.
         let fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
@@ -38,10 +38,8 @@ struct SendCommand: ParsableCommand {
             throw Failure.exit("cannot open \(path): \(String(cString: strerror(errno)))")
         }
         defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFIFO else {
-            throw Failure.exit("\(path) is not a FIFO")
-        }
+        // Another user's FIFO would hand him our requests.
+        if let problem = LocalPeer.problem(withFIFO: fd, path: path) { throw Failure.exit("refusing FIFO: \(problem)") }
         for url in urls {
             let line = Array((url + "\n").utf8)
             while true {
@@ -109,7 +107,7 @@ struct CallCommand: ParsableCommand {
     }
 
     func run() throws {
-        let path = socket ?? Environment.defaultSocket
+        let path = try socket ?? Environment.defaultSocket()
         signal(SIGPIPE, SIG_IGN)
         if viaOpen {
             let call = ViaOpenCall(url: url, socketPath: path, command: open ?? "xdg-open",

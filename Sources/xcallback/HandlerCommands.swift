@@ -80,7 +80,7 @@ struct InstallHandlerCommand: ParsableCommand {
     }
 
     private func printHostHint(_ fifo: String?) {
-        let path = fifo ?? Environment.defaultFIFO
+        let path = fifo ?? (try? Environment.defaultFIFO()) ?? "$XDG_RUNTIME_DIR/xcallback-\(getuid()).fifo"
         print("URLs go to the host reading \(path); start one with: xcallback run --fifo \(Self.shellQuoted(path))")
     }
 

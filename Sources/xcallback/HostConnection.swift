@@ -30,10 +30,16 @@ final class HostConnection {
         self.descriptor = descriptor
     }
 
-    /// Connects, or ends the command (status 3) when no host listens.
+    /// Connects, or ends the command (status 3) when no host listens, or
+    /// when the one listening runs as another user: he would read the
+    /// request and could answer it with anything.
     static func open(_ path: String) throws -> HostConnection {
         guard let connection = HostConnection(path: path) else {
             throw Failure.exit("no host is listening on \(path) (start one with: xcallback run --socket \(path))", status: 3)
+        }
+        guard let peer = LocalPeer.uid(of: connection.descriptor), LocalPeer.isTrusted(peer) else {
+            let who = LocalPeer.uid(of: connection.descriptor).map { "uid \($0)" } ?? "an unknown user"
+            throw Failure.exit("refusing \(path): the process listening there runs as \(who), not as you or root", status: 3)
         }
         return connection
     }

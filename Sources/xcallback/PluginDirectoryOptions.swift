@@ -47,11 +47,34 @@ enum Environment {
         return count > 0 ? String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self) : CommandLine.arguments[0]
     }
 
-    static var runtimeDirectory: String {
-        if let directory = current["XDG_RUNTIME_DIR"], !directory.isEmpty { return directory }
-        return "/tmp"
+    /// Where the default FIFO and socket live: `$XDG_RUNTIME_DIR`, else a
+    /// folder of our own in /tmp, made on first use, as tmux and ssh-agent
+    /// do. Either must be private (ours, not a symlink, closed to group and
+    /// others): in a shared folder another user could put his own FIFO or
+    /// socket at the path, read our requests and answer them.
+    static func runtimeDirectory() throws -> String {
+        let directory: String
+        if let runtime = current["XDG_RUNTIME_DIR"], !runtime.isEmpty {
+            directory = runtime
+        } else {
+            directory = "/tmp/xcallback-\(getuid())"
+            if mkdir(directory, 0o700) != 0 && errno != EEXIST {
+                throw Failure.exit("cannot create \(directory): \(String(cString: strerror(errno)))")
+            }
+        }
+        var info = stat()
+        guard lstat(directory, &info) == 0 else {
+            throw Failure.exit("cannot use \(directory): \(String(cString: strerror(errno)))")
+        }
+        guard (info.st_mode & S_IFMT) == S_IFDIR, info.st_uid == getuid(), info.st_mode & 0o077 == 0 else {
+            let mode = String(info.st_mode & 0o7777, radix: 8)
+            throw Failure.exit("\(directory) is not a private folder (it must be a directory of uid \(getuid()), "
+                + "not a symlink, mode 0700; it is owned by uid \(info.st_uid), mode 0\(mode)): "
+                + "remove it, or name the FIFO or socket explicitly")
+        }
+        return directory
     }
 
-    static var defaultFIFO: String { runtimeDirectory + "/xcallback-\(getuid()).fifo" }
-    static var defaultSocket: String { runtimeDirectory + "/xcallback-\(getuid()).sock" }
+    static func defaultFIFO() throws -> String { try runtimeDirectory() + "/xcallback-\(getuid()).fifo" }
+    static func defaultSocket() throws -> String { try runtimeDirectory() + "/xcallback-\(getuid()).sock" }
 }

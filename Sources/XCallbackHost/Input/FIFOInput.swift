@@ -37,6 +37,12 @@ struct FIFOInput {
             close(reader)
             throw HostSetupError("cannot open FIFO \(path) for writing: \(String(cString: strerror(errno)))")
         }
+        // Checked on the open FIFO, not the path: what is read is what was checked.
+        if let problem = LocalPeer.problem(withFIFO: reader, path: path) {
+            close(reader)
+            close(keepAlive)
+            throw HostSetupError("refusing FIFO: \(problem)")
+        }
         // Reads block from here on; the stop pipe interrupts them via poll.
         _ = fcntl(reader, F_SETFL, fcntl(reader, F_GETFL) & ~O_NONBLOCK)
         return FIFOInput(readDescriptor: reader, keepAliveDescriptor: keepAlive)

@@ -65,16 +65,34 @@ final class SocketListener: Sendable {
 
     /// Accepts connections until `stop` is raised, serving each on its own
     /// thread with `serve`; returns when every connection has been served.
-    func acceptConnections(until stop: StopSignal, serve: @escaping @Sendable (Int32) -> Void) {
+    /// Connections already waiting when the stop comes are still served
+    /// (their lines are answered `ShuttingDown`), not dropped unanswered.
+    /// A connection from another user is closed at once and reported to
+    /// `refused` with its uid.
+    func acceptConnections(until stop: StopSignal, refused: @escaping @Sendable (uid_t?) -> Void,
+                           serve: @escaping @Sendable (Int32) -> Void) {
         let active = ConditionLock(0)
-        while !stop.isRaised {
+        var draining = false
+        while true {
             var fds = [pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: stop.descriptor, events: Int16(POLLIN), revents: 0)]
-            guard poll(&fds, 2, -1) >= 0 || errno == EINTR else { break }
-            if fds[1].revents != 0 { break }
+            // Once stopping, only connections already in the backlog.
+            guard poll(&fds, draining ? 1 : 2, draining ? 0 : -1) >= 0 || errno == EINTR else { break }
+            if !draining && fds[1].revents != 0 {
+                draining = true
+                continue
+            }
+            if draining && fds[0].revents == 0 { break }
             guard fds[0].revents != 0 else { continue }
             let connection = xcallback_accept_cloexec(descriptor)
             guard connection >= 0 else { continue }
+            // The socket file is 0600, but a socket systemd passes, or one
+            // reached before its mode was set, may let others connect.
+            guard let peer = LocalPeer.uid(of: connection), LocalPeer.isTrusted(peer) else {
+                refused(LocalPeer.uid(of: connection))
+                close(connection)
+                continue
+            }
             active.wait(until: { $0 < Self.maxConnections }) { $0 += 1 }
             Threads.detach {
                 serve(connection)
