@@ -99,4 +99,25 @@ struct ShutdownTests {
         #expect(!child.stderr.contains("SIGTERM"), "a worker was reported killed: \(child.stderr)")
         for worker in workers { #expect(waitUntilGone(worker, timeout: 5), "worker \(worker) outlived the host") }
     }
+
+    @Test("socket: a connection still in the listen backlog at the stop gets a record per line, not silence",
+          .scaledTimeLimit(minutes: 1))
+    func connectionInTheBacklog() throws {
+        let fixture = try HostFixture(["Calculator"])
+        let path = fixture.scratch.file("host.sock")
+        let child = try fixture.start(["--socket", path, "--output", "jsonl"], stdin: .null)
+        try #require(waitForSocketListener(path, host: child), "stderr: \(child.stderr)")
+        // Stopped, the host accepts nothing: the connection waits in the
+        // backlog with its lines, and the signal is there when it runs again.
+        child.send(signal: SIGSTOP)
+        let lines = (0..<50).map { "\(Self.add)\($0)&rhs=1" }
+        let connection = try sendOverSocket(path, lines: lines)
+        defer { close(connection) }
+        child.send(signal: SIGTERM)
+        child.send(signal: SIGCONT)
+        let answers = try readAnswers(connection, from: path, timeout: 20).map { try Record(jsonLine: $0) }
+        #expect(child.waitForExit(timeout: 20) == .exited(0), "stderr: \(child.stderr)")
+        #expect(answers.count == lines.count, "records: \(answers.count) for \(lines.count) lines")
+        #expect(answers.allSatisfy { $0.outcome == "success" || $0.errorCode == "ShuttingDown" }, "\(answers)")
+    }
 }
