@@ -36,6 +36,13 @@ int xcallback_peer_uid(int socket, unsigned int *uid) {
     return 0;
 }
 
+int xcallback_peer_pid(int socket) {
+    struct ucred credentials;
+    socklen_t length = sizeof credentials;
+    if (getsockopt(socket, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) return -1;
+    return (int)credentials.pid;
+}
+
 int xcallback_pipe_cloexec(int fds[2]) {
     return pipe2(fds, O_CLOEXEC);
 }

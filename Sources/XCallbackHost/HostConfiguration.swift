@@ -19,6 +19,9 @@ public struct HostConfiguration: Sendable {
     public var timeout: Duration = .seconds(30)
     /// How long in-flight requests may finish after SIGINT/SIGTERM.
     public var gracePeriod: Duration = .seconds(5)
+    /// A socket connection with no complete line for this long, and no
+    /// request in flight, is closed.
+    public var idleTimeout: Duration = .seconds(60)
     public var keepOrder = false
     public var output: OutputFormat = .url
     public var openCommand: String?

@@ -35,6 +35,9 @@ struct RunCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Seconds a request may take before it is answered Timeout.", valueName: "seconds"))
     var timeout: Double = 30
 
+    @Option(name: .customLong("idle-timeout"), help: ArgumentHelp("Seconds a socket connection may go without sending a complete request line, with none in flight, before it is closed.", valueName: "seconds"))
+    var idleTimeout: Double = 60
+
     @Option(name: .customLong("grace-period"), help: ArgumentHelp("Seconds in-flight requests may finish after SIGINT/SIGTERM.", valueName: "seconds"))
     var gracePeriod: Double = 5
 
@@ -69,6 +72,7 @@ struct RunCommand: ParsableCommand {
         if !(timeout > 0) { throw ValidationError("--timeout must be a positive number of seconds") }
         if gracePeriod < 0 { throw ValidationError("--grace-period cannot be negative") }
         if restartLimit < 0 { throw ValidationError("--restart-limit cannot be negative") }
+        if !(idleTimeout > 0) { throw ValidationError("--idle-timeout must be a positive number of seconds") }
         if !(restartWindow > 0) { throw ValidationError("--restart-window must be a positive number of seconds") }
         if !(quarantine > 0) || quarantine > 600 { throw ValidationError("--quarantine must be a number of seconds above 0 and at most 600") }
         if maxLineBytes < 16 { throw ValidationError("--max-line-bytes must be at least 16") }
@@ -101,6 +105,7 @@ struct RunCommand: ParsableCommand {
         var configuration = HostConfiguration(pluginDirectories: plugins.resolved)
         configuration.isolation = isolation.value
         configuration.timeout = .milliseconds(Int64(timeout * 1000))
+        configuration.idleTimeout = .milliseconds(Int64(idleTimeout * 1000))
         configuration.gracePeriod = .milliseconds(Int64(gracePeriod * 1000))
         configuration.keepOrder = keepOrder
         configuration.output = output.value

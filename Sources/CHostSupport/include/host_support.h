@@ -34,6 +34,10 @@ int xcallback_accept_cloexec(int listener);
  * (SO_PEERCRED, a GNU extension). Returns 0, or -1 with errno set. */
 int xcallback_peer_uid(int socket, unsigned int *uid);
 
+/* The pid of the process at the other end of a connected Unix socket
+ * (SO_PEERCRED). Returns it, or -1 with errno set. */
+int xcallback_peer_pid(int socket);
+
 /* pipe2(fds, O_CLOEXEC): both ends close-on-exec from the start (a GNU
  * extension Swift's Glibc module does not show). Returns 0, or -1. */
 int xcallback_pipe_cloexec(int fds[2]);

@@ -28,6 +28,11 @@ enum HostError {
         .error(code: "PluginUnavailable", message: message, domain: domain)
     }
 
+    /// A socket connection past the host's caps: answered at once, not queued.
+    static func busy(_ message: String) -> Outcome {
+        .error(code: "Busy", message: message, domain: domain)
+    }
+
     /// A line that arrived after SIGINT/SIGTERM: answered, never run.
     static func shuttingDown(_ message: String) -> Outcome {
         .error(code: "ShuttingDown", message: message, domain: domain)

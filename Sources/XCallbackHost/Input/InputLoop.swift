@@ -15,6 +15,9 @@ final class InputLoop: Sendable {
         self.sink = sink
         let counter = dispatched
         let box = UncheckedReader(reader)
+        reader.hasRequestsInFlight = { [counter, sink] in
+            counter.value.load(ordering: .relaxed) > sink.emittedCount
+        }
         self.reader = box
         loop = HandoffLoop(
             read: { [counter, sink] in
@@ -54,6 +57,8 @@ final class InputLoop: Sendable {
     var droppedPartialLine: Bool { reader.reader.droppedPartialLine }
     /// Lines that arrived after the stop and were answered `ShuttingDown`.
     var refusedCount: Int { reader.reader.refusedCount }
+    /// Whether a socket connection was closed for being idle.
+    var closedIdle: Bool { reader.reader.closedIdle }
     /// Whether input was still waiting when reading stopped for good.
     var leftInputUnread: Bool { reader.reader.leftInputUnread }
     func waitUntilInputEnds() { loop.waitUntilInputEnds() }

@@ -35,6 +35,15 @@ final class LineReader {
     private var atEndOfInput = false
     /// Reading stopped on request (SIGINT/SIGTERM), not at end of input.
     private var stopped = false
+    /// A socket connection that sends no complete line for this long, with
+    /// none of its requests in flight, is closed (nil: never).
+    private let idleTimeout: UInt64?
+    /// When the last complete line arrived (or reading began).
+    private var lastLine = MonotonicClock.now
+    /// Whether the connection has requests in flight (set by its input loop).
+    var hasRequestsInFlight: () -> Bool = { false }
+    /// Reading ended because the connection was idle.
+    private(set) var closedIdle = false
     /// How long after a stop request lines already waiting are still read,
     /// to be answered `ShuttingDown` instead of dropped unseen.
     private let refusalWindow: UInt64
@@ -66,7 +75,8 @@ final class LineReader {
 
     /// `wake` becomes readable when the host wants reading to stop; lines
     /// already waiting then are still read for `refusalWindow` and refused.
-    init(descriptor: Int32, wake: Int32?, maxLineBytes: Int, refusalWindow: Duration = .zero) {
+    init(descriptor: Int32, wake: Int32?, maxLineBytes: Int, refusalWindow: Duration = .zero,
+         idleTimeout: Duration? = nil) {
         self.descriptor = descriptor
         self.wake = wake
         self.maxLineBytes = maxLineBytes
@@ -75,6 +85,7 @@ final class LineReader {
         let type = fstat(descriptor, &info) == 0 ? info.st_mode & S_IFMT : 0
         self.isRegularFile = type == S_IFREG
         self.isSocket = type == S_IFSOCK
+        self.idleTimeout = type == S_IFSOCK ? idleTimeout?.nanoseconds : nil
         self.storage = InputBuffer(capacity: maxLineBytes + 64 * 1024)
     }
 
@@ -115,6 +126,7 @@ final class LineReader {
                 if let line = finishSkipping() { return line }
                 continue
             }
+            lastLine = MonotonicClock.now
             if let line = classify(piece) {
                 // Completed by bytes read after the stop: answer, do not run.
                 if let stopping, lineEnd >= stopping.firstByteAfterStop, case .text(let bytes, let storage) = line {
@@ -165,7 +177,7 @@ final class LineReader {
     /// reading was stopped by a signal, an unterminated line may be a
     /// request still being written: it is dropped, not run half-written.
     private func finalLine() -> Line? {
-        if stopped {
+        if stopped || closedIdle {
             if skipping != nil || start < end {
                 skipping = nil
                 start = end
@@ -216,6 +228,16 @@ final class LineReader {
                     if errno == EINTR { continue }
                     return .endOfInput
                 }
+                if ready == 0, stopping == nil, let idleTimeout, MonotonicClock.now &- lastLine >= idleTimeout {
+                    // Idle, or trickling bytes that never make a line: a
+                    // connection must not hold its slot for nothing.
+                    if hasRequestsInFlight() {
+                        lastLine = MonotonicClock.now
+                        continue
+                    }
+                    closedIdle = true
+                    return .endOfInput
+                }
                 if fds[1].revents != 0 && stopping == nil {
                     stopping = (MonotonicClock.now + refusalWindow, end)
                     // A file is always readable: what is left of it was never
@@ -249,7 +271,11 @@ final class LineReader {
     /// Milliseconds to wait for input: forever before a stop; after it,
     /// nothing (a pipe), or what is left of the window (a socket).
     private func pollTimeout() -> Int32 {
-        guard let stopping else { return -1 }
+        guard let stopping else {
+            guard let idleTimeout else { return -1 }
+            let waited = MonotonicClock.now &- lastLine
+            return waited >= idleTimeout ? 0 : Int32(min((idleTimeout - waited) / 1_000_000 + 1, 60_000))
+        }
         guard isSocket else { return 0 }
         let now = MonotonicClock.now
         return now >= stopping.until ? 0 : Int32(min((stopping.until - now) / 1_000_000 + 1, 60_000))

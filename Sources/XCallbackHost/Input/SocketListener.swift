@@ -14,8 +14,11 @@ final class SocketListener: Sendable {
     /// for a socket systemd passed, whose file systemd owns.
     let ownedPath: String?
     let descriptor: Int32
-    /// Connections served at once; more wait in the listen backlog.
+    /// Connections served at once; past it, a new one is told `Busy`.
     static let maxConnections = 256
+    /// Connections one client process may hold at once: a client that opens
+    /// hundreds and sends nothing must not lock everyone else out.
+    static let maxConnectionsPerProcess = 64
 
     init(path: String) throws(HostSetupError) {
         self.ownedPath = path
@@ -69,9 +72,13 @@ final class SocketListener: Sendable {
     /// (their lines are answered `ShuttingDown`), not dropped unanswered.
     /// A connection from another user is closed at once and reported to
     /// `refused` with its uid.
+    /// Past `maxConnections` in all, or `maxConnectionsPerProcess` from one
+    /// client process, a connection is handed to `busy` (which answers it
+    /// and closes it) instead of waiting unanswered in the backlog.
     func acceptConnections(until stop: StopSignal, refused: @escaping @Sendable (uid_t?) -> Void,
+                           busy: @escaping @Sendable (Int32, String) -> Void,
                            serve: @escaping @Sendable (Int32) -> Void) {
-        let active = ConditionLock(0)
+        let active = ConditionLock(ConnectionCount())
         var draining = false
         while true {
             var fds = [pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0),
@@ -93,15 +100,40 @@ final class SocketListener: Sendable {
                 close(connection)
                 continue
             }
-            active.wait(until: { $0 < Self.maxConnections }) { $0 += 1 }
+            let process = xcallback_peer_pid(connection)
+            let refusal = active.withLock { count -> String? in
+                if count.total >= Self.maxConnections {
+                    return "the host serves \(Self.maxConnections) connections at once; try again shortly"
+                }
+                if count.byProcess[process, default: 0] >= Self.maxConnectionsPerProcess {
+                    return "process \(process) already has \(Self.maxConnectionsPerProcess) connections open; close some first"
+                }
+                count.total += 1
+                count.byProcess[process, default: 0] += 1
+                return nil
+            }
+            if let refusal {
+                busy(connection, refusal)
+                continue
+            }
             Threads.detach {
                 serve(connection)
-                active.withLock { $0 -= 1 }
+                active.withLock { count in
+                    count.total -= 1
+                    count.byProcess[process, default: 1] -= 1
+                    if count.byProcess[process] == 0 { count.byProcess[process] = nil }
+                }
                 active.broadcast()
             }
         }
         stopListening()
-        active.wait(until: { $0 == 0 }) { _ in }
+        active.wait(until: { $0.total == 0 }) { _ in }
+    }
+
+    /// Connections being served, in all and per client process.
+    private struct ConnectionCount {
+        var total = 0
+        var byProcess: [Int32: Int] = [:]
     }
 }
 
