@@ -12,22 +12,6 @@ import Glibc
 struct IdleConnectionTests {
     static let halfLine = Array("calc://x-callback-url/add?lhs=1".utf8)
 
-    /// Reads what arrives on `descriptor` until it closes, bounded.
-    static func readUntilClosed(_ descriptor: Int32, timeout: Double) -> (bytes: [UInt8], closed: Bool) {
-        var received: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        let deadline = Date(timeIntervalSinceNow: TestTiming.scaled(timeout))
-        while true {
-            var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&poller, 1, Int32(max(0, deadline.timeIntervalSinceNow * 1000)))
-            if ready < 0 && errno == EINTR { continue }
-            guard ready > 0 else { return (received, false) }
-            let count = read(descriptor, &chunk, chunk.count)
-            if count <= 0 { return (received, true) }
-            received += chunk[0..<count]
-        }
-    }
-
     @Test("300 idle half-line connections: past 64 from one process each is told Busy, and another client is answered at once",
           .scaledTimeLimit(minutes: 1))
     func idleConnectionsLockNoOneOut() throws {
@@ -52,9 +36,10 @@ struct IdleConnectionTests {
         // This process holds 64; every one past that was answered Busy and closed.
         var busy = 0
         for connection in connections.suffix(300 - 64) {
-            let (bytes, closed) = Self.readUntilClosed(connection, timeout: 5)
-            let text = String(decoding: bytes, as: UTF8.self)
-            if closed && text.hasPrefix("error?errorCode=Busy&") && text.contains("errorDomain=xcallback") { busy += 1 }
+            let answers = try readAnswers(connection, from: path, timeout: 5)
+            if answers.count == 1, answers[0].hasPrefix("error?errorCode=Busy&"), answers[0].contains("errorDomain=xcallback") {
+                busy += 1
+            }
         }
         #expect(busy == 236, "connections told Busy: \(busy) of 236")
         host.send(signal: SIGTERM)
@@ -84,10 +69,9 @@ struct IdleConnectionTests {
             }
             usleep(100_000)
         }
-        #expect(trickleClosed || Self.readUntilClosed(trickle, timeout: 5).closed, "the trickling connection stayed open")
+        #expect(trickleClosed || (try? readAnswers(trickle, from: path, timeout: 5)) != nil, "the trickling connection stayed open")
         #expect(Date().timeIntervalSince(started) < TestTiming.scaled(8))
-        let (bytes, closed) = Self.readUntilClosed(idle, timeout: 5)
-        #expect(closed && bytes.isEmpty, "the idle connection: closed \(closed), got \(bytes.count) bytes")
+        #expect(try readAnswers(idle, from: path, timeout: 5) == [], "the idle connection got records")
         #expect(host.waitForStderr(containing: "closed a socket connection that sent no complete request line"))
         // A connection that does send its line is still answered.
         #expect(try exchangeOverSocket(path, lines: ["calc://x-callback-url/add?lhs=1&rhs=2"]) == ["success?result=3"])
