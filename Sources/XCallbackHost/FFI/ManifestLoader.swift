@@ -38,7 +38,10 @@ extension PluginLoader {
         // the descriptor it is then loaded from, before any of its code (its
         // constructors) runs. A bare name is the dynamic linker's to find,
         // in the system's library folders.
-        var loadName = libraryPath
+        // RTLD_NOW | RTLD_LOCAL for the reasons given in load(_:).
+        let flags = RTLD_NOW | RTLD_LOCAL
+        _ = dlerror()
+        let opened: UnsafeMutableRawPointer?
         if libraryPath.contains("/") {
             let library: PluginFile
             do {
@@ -49,11 +52,11 @@ extension PluginLoader {
                 default: throw refuse("library '\(manifest.library)' \(error.reasonText)")
                 }
             }
-            loadName = library.loadName
+            opened = library.load(flags: flags, keepsDescriptor: false).library
+        } else {
+            opened = dlopen(libraryPath, flags)
         }
-        // RTLD_NOW | RTLD_LOCAL for the reasons given in load(_:).
-        _ = dlerror()
-        guard let library = dlopen(loadName, RTLD_NOW | RTLD_LOCAL) else {
+        guard let library = opened else {
             throw refuse("cannot open library '\(manifest.library)': \(Self.dlerrorText())")
         }
         var bound: [(route: RoutePattern, function: BoundFunction)] = []

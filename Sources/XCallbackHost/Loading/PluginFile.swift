@@ -31,10 +31,27 @@ struct PluginFile {
         PluginFile(path: path, descriptor: descriptor)
     }
 
-    /// The name `dlopen` loads it by. glibc returns an already loaded
-    /// library when the name matches, so the descriptor stays open for the
-    /// life of the process once loaded: the name must never be reused.
+    /// The name `dlopen` loads it by while the descriptor stays open.
+    /// glibc returns an already loaded library when the name matches, so a
+    /// descriptor loaded by this name stays open for the life of the
+    /// process: the name must never be reused.
     var loadName: String { "/proc/self/fd/\(descriptor)" }
+
+    /// Loads the file with `dlopen`. A process that loads files again and
+    /// again (a host reloading plug-ins in process) gives up the descriptor:
+    /// the file is loaded under a name never used before (`UniqueLoadName`)
+    /// and closed. Where no such name can be made, and in a process that
+    /// loads once (`keepsDescriptor`), it is loaded as `loadName` and stays
+    /// open. Returns the handle (nil: see `dlerror`) and the name used.
+    func load(flags: Int32, keepsDescriptor: Bool) -> (library: UnsafeMutableRawPointer?, name: String) {
+        if !keepsDescriptor, let loaded = UniqueLoadName.withName(for: descriptor, { name in
+            (library: dlopen(name, flags), name: name)
+        }) {
+            close()
+            return loaded
+        }
+        return (dlopen(loadName, flags), loadName)
+    }
 
     func close() { Glibc.close(descriptor) }
 }

@@ -105,8 +105,9 @@ public struct PluginLoader: Sendable {
             pluginFile.close()
             throw PluginLoadError(path: path, reason: .cannotOpen(problem))
         }
-        let file = pluginFile.loadName
-        guard let library = dlopen(file, RTLD_NOW | RTLD_LOCAL) else {
+        // A worker or probe loads once and keeps its inherited descriptor.
+        let (loaded, file) = pluginFile.load(flags: RTLD_NOW | RTLD_LOCAL, keepsDescriptor: descriptor != nil)
+        guard let library = loaded else {
             // dlerror names the file we passed (/proc/self/fd/N); the error names the path.
             let message = Self.dlerrorMessage()
             let detail = message.hasPrefix(file + ": ") ? String(message.dropFirst(file.count + 2)) : message
