@@ -126,7 +126,8 @@ final class LineReader {
                 if let line = finishSkipping() { return line }
                 continue
             }
-            lastLine = MonotonicClock.now
+            // Only a socket has an idle clock: no clock read per line elsewhere.
+            if idleTimeout != nil { lastLine = MonotonicClock.now }
             if let line = classify(piece) {
                 // Completed by bytes read after the stop: answer, do not run.
                 if let stopping, lineEnd >= stopping.firstByteAfterStop, case .text(let bytes, let storage) = line {
@@ -181,7 +182,8 @@ final class LineReader {
             if skipping != nil || start < end {
                 skipping = nil
                 start = end
-                droppedPartialLine = true
+                // An idle connection's stray bytes are part of its closing log line.
+                droppedPartialLine = stopped
             }
             return nil
         }
