@@ -12,6 +12,37 @@ import Glibc
 struct IdleConnectionTests {
     static let halfLine = Array("calc://x-callback-url/add?lhs=1".utf8)
 
+    /// Reads all `connections` at once until `expecting` of them answered
+    /// one `Busy` record and closed (or `timeout` passes); returns how many did.
+    static func busyAnswers(on connections: [Int32], expecting: Int, timeout: Double) throws -> Int {
+        var pending = connections.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+        var received = [Int32: [UInt8]]()
+        var busy = 0
+        let deadline = Date(timeIntervalSinceNow: TestTiming.scaled(timeout))
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while busy < expecting, !pending.isEmpty {
+            let wait = Int32(max(0, deadline.timeIntervalSinceNow * 1000))
+            let ready = poll(&pending, nfds_t(pending.count), wait)
+            if ready < 0 && errno == EINTR { continue }
+            guard ready > 0 else { break }
+            for index in pending.indices.reversed() where pending[index].revents != 0 {
+                let descriptor = pending[index].fd
+                let count = read(descriptor, &chunk, chunk.count)
+                if count > 0 {
+                    received[descriptor, default: []] += chunk[0..<count]
+                    pending[index].revents = 0
+                    continue
+                }
+                let text = String(decoding: received[descriptor] ?? [], as: UTF8.self)
+                if text.hasPrefix("error?errorCode=Busy&"), text.contains("errorDomain=xcallback"), text.hasSuffix("\n") {
+                    busy += 1
+                }
+                pending.remove(at: index)
+            }
+        }
+        return busy
+    }
+
     @Test("300 idle half-line connections: past 64 from one process each is told Busy, and another client is answered at once",
           .scaledTimeLimit(minutes: 1))
     func idleConnectionsLockNoOneOut() throws {
@@ -33,15 +64,11 @@ struct IdleConnectionTests {
         #expect(call.status == .exited(0), "call: \(call.stdout) \(call.stderr)")
         #expect(call.stdout == "success?result=3\n")
         #expect(Date().timeIntervalSince(started) < TestTiming.scaled(5))
-        // This process holds 64; every one past that was answered Busy and closed.
-        var busy = 0
-        for connection in connections.suffix(300 - 64) {
-            let answers = try readAnswers(connection, from: path, timeout: 5)
-            if answers.count == 1, answers[0].hasPrefix("error?errorCode=Busy&"), answers[0].contains("errorDomain=xcallback") {
-                busy += 1
-            }
-        }
-        #expect(busy == 236, "connections told Busy: \(busy) of 236")
+        // This process holds 64 at most (the harness's readiness probe was
+        // one of them until the host saw it close): every one past that is
+        // answered Busy and closed at once.
+        let busy = try Self.busyAnswers(on: connections, expecting: 300 - 64, timeout: 20)
+        #expect((236...237).contains(busy), "connections told Busy: \(busy), expected 236 (or 237)")
         host.send(signal: SIGTERM)
         #expect(host.waitForExit(timeout: 20) == .exited(0), "stderr: \(host.stderr)")
     }
