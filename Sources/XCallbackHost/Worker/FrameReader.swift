@@ -25,23 +25,50 @@ final class FrameReader {
         buffer.reserveCapacity(256 * 1024)
     }
 
+    private enum Decoded {
+        case frame(WorkerFrame, size: Int)
+        case incomplete
+        case malformed
+    }
+
+    /// The frame at the start of `bytes`: length (4 bytes, little-endian),
+    /// kind (1 byte), payload.
+    private static func decodeFrame(_ bytes: UnsafeRawBufferPointer) -> Decoded {
+        guard bytes.count >= 5 else { return .incomplete }
+        let length = Int(bytes[0]) | Int(bytes[1]) << 8 | Int(bytes[2]) << 16 | Int(bytes[3]) << 24
+        guard length <= WorkerFrame.maxPayload else { return .malformed }
+        guard bytes.count >= 5 + length else { return .incomplete }
+        guard let frame = WorkerFrame.decode(kind: bytes[4], payload: UnsafeRawBufferPointer(rebasing: bytes[5..<(5 + length)])) else {
+            return .malformed
+        }
+        return .frame(frame, size: 5 + length)
+    }
+
+    /// The whole frames in `bytes`, up to the first that does not decode.
+    static func frames(in bytes: UnsafeRawBufferPointer) -> [WorkerFrame] {
+        var frames: [WorkerFrame] = []
+        var offset = 0
+        while case .frame(let frame, let size) = decodeFrame(UnsafeRawBufferPointer(rebasing: bytes[offset...])) {
+            frames.append(frame)
+            offset += size
+        }
+        return frames
+    }
+
     /// The next frame; `beforeBlocking` runs before each blocking read.
     func next(beforeBlocking: () -> Void) -> Next {
         while true {
-            let available = buffer.count - start
-            if available >= 5 {
-                let length = Int(buffer[start]) | Int(buffer[start + 1]) << 8
-                    | Int(buffer[start + 2]) << 16 | Int(buffer[start + 3]) << 24
-                guard length <= WorkerFrame.maxPayload else { return .malformed }
-                if available >= 5 + length {
-                    let kind = buffer[start + 4]
-                    let frame = buffer.withUnsafeBytes {
-                        WorkerFrame.decode(kind: kind, payload: UnsafeRawBufferPointer(rebasing: $0[(start + 5)..<(start + 5 + length)]))
-                    }
-                    start += 5 + length
-                    guard let frame else { return .malformed }
-                    return .frame(frame)
-                }
+            let decoded = buffer.withUnsafeBytes {
+                Self.decodeFrame(UnsafeRawBufferPointer(rebasing: $0[start...]))
+            }
+            switch decoded {
+            case .frame(let frame, let size):
+                start += size
+                return .frame(frame)
+            case .malformed:
+                return .malformed
+            case .incomplete:
+                break
             }
             beforeBlocking()
             if start > 0 {

@@ -37,7 +37,13 @@ public enum WorkerMain {
 
         let socket = socketDescriptor
         let reader = FrameReader(descriptor: socket)
-        let writer = BufferedWriter(descriptor: socket) { _exit(0) }
+        // Mapped before anything else, then the descriptor is closed: the
+        // plug-in has no business with it. Without the page (it could not
+        // be made), answers batch in private memory as before.
+        let progress = WorkerProgress.inherited()
+        close(WorkerProgress.workerDescriptor)
+        let writer: any FrameOutput & Sendable = progress.map { WorkerOutbox(page: $0, descriptor: socket) { _exit(0) } }
+            ?? BufferedWriter(descriptor: socket) { _exit(0) }
         let send: @Sendable (WorkerFrame) -> Void = { frame in writer.append { frame.encode(into: &$0) } }
 
         guard case .frame(.hello(let version)) = reader.next(beforeBlocking: {}) else { return 2 }
@@ -63,10 +69,6 @@ public enum WorkerMain {
                     routes: plugin.routes.map(\.text)))
         writer.flush()
 
-        // Mapped before any request, then the descriptor is closed: the
-        // plug-in has no business with it.
-        let progress = WorkerProgress.inherited()
-        close(WorkerProgress.workerDescriptor)
         let endpoint = InProcessEndpoint(plugin: plugin)
         let watchdog = StallWatchdog()
         watchdog.start()
@@ -78,11 +80,6 @@ public enum WorkerMain {
             process: { frame in
                 switch frame {
                 case .request(let id, let handler, let fields):
-                    // Results of earlier requests go out before the plug-in
-                    // runs again: if this request kills the worker, their
-                    // answers must not die in its buffer (they ran, so they
-                    // could only become PluginCrashed).
-                    writer.flush()
                     progress?.begin(id)
                     run(id: id, handler: Int(handler), fields: fields, on: endpoint, send: send)
                 case .shutdown:

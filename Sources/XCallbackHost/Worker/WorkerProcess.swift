@@ -147,23 +147,18 @@ final class WorkerProcess: Sendable {
         Threads.detach { [self] in
             loop: while true {
                 switch reader.reader.next(beforeBlocking: {}) {
-                case .frame(.result(let id, let result)):
-                    let call = state.withLock { state -> HandlerCall? in
-                        state.answered = true
-                        return state.calls.removeValue(forKey: id)?.call
-                    }
-                    call?.deliver(result)
-                    retireIfDrained()
-                case .frame(.returned(let id)):
-                    state.withLock { $0.calls[id]?.returned = true }
-                case .frame:
-                    continue
-                case .end, .malformed:
-                    break loop
+                case .frame(let frame): handle(frame)
+                case .end, .malformed: break loop
                 }
             }
             let exit = WorkerExit.reap(pid, grace: 1000)
             close(socket)
+            // Reaped: its pid may belong to someone else now, so nothing
+            // below may signal it.
+            state.withLock { $0.exited = true }
+            // What it answered but never sent: the plug-in completed those
+            // requests, so they get their answers, not PluginCrashed.
+            for frame in progress?.unsentFrames() ?? [] { handle(frame) }
             // Reaped: every store the worker made is visible now.
             let lastBegun = progress?.lastBegun ?? .max
             let (begun, unstarted) = state.withLock { state -> ([HandlerCall], [Unstarted]) in
@@ -183,6 +178,24 @@ final class WorkerProcess: Sendable {
             ended.withLock { $0 = true }
             ended.broadcast()
             onExit(self, exit, begun, unstarted)
+        }
+    }
+
+    /// An answer from the worker. One for a request no longer waited for
+    /// (timed out, or already read from the socket) is dropped.
+    private func handle(_ frame: WorkerFrame) {
+        switch frame {
+        case .result(let id, let result):
+            let call = state.withLock { state -> HandlerCall? in
+                state.answered = true
+                return state.calls.removeValue(forKey: id)?.call
+            }
+            call?.deliver(result)
+            retireIfDrained()
+        case .returned(let id):
+            state.withLock { $0.calls[id]?.returned = true }
+        default:
+            break
         }
     }
 
