@@ -50,7 +50,7 @@ struct RunCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Run COMMAND with each callback URL as its only argument instead of printing it.", valueName: "command"))
     var open: String?
 
-    @Option(name: .customLong("open-scheme"), help: ArgumentHelp("Let --open open callbacks of SCHEME, one it refuses by default (file, javascript, data, vbscript, blob, filesystem, about, view-source, jar). Repeatable.", valueName: "scheme"))
+    @Option(name: .customLong("open-scheme"), help: ArgumentHelp("Let --open open callbacks of SCHEME, one it refuses by default (file, javascript, data and others that act on this machine; see the README). Repeatable.", valueName: "scheme"))
     var openSchemes: [String] = []
 
     @Option(name: .customLong("max-line-bytes"), help: "Longest accepted request line; longer lines are InvalidURL.")

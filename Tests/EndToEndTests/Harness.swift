@@ -132,6 +132,11 @@ enum ExitStatus: Equatable, CustomStringConvertible, Sendable {
 private final class ChildState: @unchecked Sendable {
     let condition = NSCondition()
     var stdoutBytes: [UInt8] = []
+    /// Newlines in `stdoutBytes`, counted as bytes arrive: waiting for N
+    /// lines must not rescan everything read so far under the lock at each
+    /// wake-up (quadratic; at 200,000 records the reader thread then stalled
+    /// long enough for the host's stdout pipe to fill).
+    var stdoutLineCount = 0
     var stderrBytes: [UInt8] = []
     var stdoutDone = false
     var stderrDone = false
@@ -161,7 +166,6 @@ private final class ChildState: @unchecked Sendable {
         condition.unlock()
     }
 
-    var stdoutLineCount: Int { stdoutBytes.lazy.filter { $0 == UInt8(ascii: "\n") }.count }
 }
 
 /// One spawned child with its stdin (optional), stdout and stderr.
@@ -348,8 +352,15 @@ final class ChildProcess: @unchecked Sendable {
                 let count = read(descriptor, &chunk, chunk.count)
                 if count < 0 && errno == EINTR { continue }
                 if count <= 0 { break }
+                // Counted outside the lock: only this thread writes stdout.
+                let newlines = isStdout ? chunk[0..<count].lazy.filter { $0 == UInt8(ascii: "\n") }.count : 0
                 state.update {
-                    if isStdout { state.stdoutBytes.append(contentsOf: chunk[0..<count]) } else { state.stderrBytes.append(contentsOf: chunk[0..<count]) }
+                    if isStdout {
+                        state.stdoutBytes.append(contentsOf: chunk[0..<count])
+                        state.stdoutLineCount += newlines
+                    } else {
+                        state.stderrBytes.append(contentsOf: chunk[0..<count])
+                    }
                 }
                 if let limit = closeAfterLines {
                     lines += chunk[0..<count].lazy.filter { $0 == UInt8(ascii: "\n") }.count

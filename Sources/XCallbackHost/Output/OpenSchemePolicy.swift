@@ -4,10 +4,13 @@
 /// able to make the host open `file:///etc/passwd` or run `javascript:`.
 /// Those schemes are refused unless the operator allows them by name.
 public struct OpenSchemePolicy: Sendable, Equatable {
-    /// Refused unless allowed: local files, inline code and content, and
-    /// browser-internal pages.
+    /// Refused unless allowed: local files and file shares, inline code and
+    /// content, browser-internal pages, and desktop locations that open a
+    /// file manager or a help viewer on this machine.
     public static let refusedByDefault: Set<String> = [
         "file", "javascript", "vbscript", "data", "blob", "filesystem", "about", "view-source", "jar",
+        "smb", "nfs", "sftp", "ftp", "ftps", "dav", "davs", "afp",
+        "help", "ghelp", "man", "info", "trash", "recent", "computer", "network", "burn",
     ]
 
     /// Schemes the operator allowed (`--open-scheme`), lowercased.
