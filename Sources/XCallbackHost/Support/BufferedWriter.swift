@@ -51,20 +51,24 @@ final class BufferedWriter: Flushable, @unchecked Sendable {
     /// Writes the buffer; true when this write found the reader gone.
     private static func write(_ descriptor: Int32, _ state: inout State) -> Bool {
         guard !state.buffer.isEmpty, !state.closed else { return false }
-        let failed = state.buffer.withUnsafeBytes { bytes -> Bool in
-            var offset = 0
-            while offset < bytes.count {
-                let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    return true
-                }
-                offset += written
-            }
-            return false
-        }
+        let failed = state.buffer.withUnsafeBytes { writeAll(descriptor, $0) }
         state.buffer.removeAll(keepingCapacity: state.buffer.capacity <= 4 * threshold)
         if failed { state.closed = true }
         return failed
+    }
+
+    /// Writes all of `bytes`, retrying on EINTR; true when the reader is gone
+    /// (or the write failed otherwise).
+    static func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                return true
+            }
+            offset += written
+        }
+        return false
     }
 }

@@ -48,7 +48,7 @@ final class WorkerOutbox: FrameOutput, @unchecked Sendable {
             }
             if scratch.count > capacity {
                 // Too big for the outbox: straight to the socket.
-                closedNow = closedNow || scratch.withUnsafeBytes { Self.writeAll(descriptor, $0) }
+                closedNow = closedNow || scratch.withUnsafeBytes { BufferedWriter.writeAll(descriptor, $0) }
             } else if !closedNow {
                 let pending = page.pendingBytes
                 scratch.withUnsafeBytes { page.outbox.advanced(by: pending).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
@@ -78,21 +78,8 @@ final class WorkerOutbox: FrameOutput, @unchecked Sendable {
     private func writePending() -> Bool {
         let pending = page.pendingBytes
         guard pending > 0 else { return false }
-        let failed = Self.writeAll(descriptor, UnsafeRawBufferPointer(start: page.outbox, count: pending))
+        let failed = BufferedWriter.writeAll(descriptor, UnsafeRawBufferPointer(start: page.outbox, count: pending))
         page.pendingBytes = 0
         return failed
-    }
-
-    private static func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
-        var offset = 0
-        while offset < bytes.count {
-            let written = write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
-            if written < 0 {
-                if errno == EINTR { continue }
-                return true
-            }
-            offset += written
-        }
-        return false
     }
 }
