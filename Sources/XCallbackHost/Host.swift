@@ -294,19 +294,8 @@ public final class Host: Sendable {
                 guard reported.withLock({ $0.insert(uid ?? uid_t.max).inserted }) else { return }
                 let who = uid.map { "uid \($0)" } ?? "a peer whose uid is unknown"
                 logger.warning("refused a connection to the socket from \(who): only uid \(geteuid()) and root may connect (logged once per uid)")
-            }, busy: { [self] connection, reason in
-                // One record, written without blocking: a client that does not
-                // read it only loses its own answer.
-                var bytes: [UInt8] = []
-                configuration.output.write(OutcomeRecord(sequence: 0, input: "", outcome: HostError.busy(reason), callback: nil),
-                                           to: &bytes)
-                _ = send(connection, bytes, bytes.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL))
-                // What it sent is read and dropped first: closing with unread
-                // bytes would reset the connection and lose the record.
-                shutdown(connection, Int32(SHUT_WR))
-                var discard = [UInt8](repeating: 0, count: 4096)
-                while recv(connection, &discard, discard.count, Int32(MSG_DONTWAIT)) > 0 {}
-                close(connection)
+            }, busy: { [format = configuration.output] connection, reason in
+                BusyConnection.answer(connection, reason: reason, format: format)
             }) { [self] connection in
                 let sink = OutputSink(connection: connection, format: configuration.output,
                                       keepOrder: configuration.keepOrder, tally: tally,
