@@ -310,10 +310,13 @@ public final class Host: Sendable {
     /// Stops reading input; in-flight requests get the grace period. Awaits
     /// end at once, since no response can be read any more.
     public func requestStop() {
-        if !stopSignal.isRaised {
+        let first = !stopSignal.isRaised
+        stopSignal.raise()
+        // Logged once raised: whoever reads this line may count on every
+        // reader having been told.
+        if first {
             logger.info("stop requested: no new request is run; requests in flight get the grace period (\(configuration.gracePeriod))")
         }
-        stopSignal.raise()
         responses.hostIsStopping()
     }
 
