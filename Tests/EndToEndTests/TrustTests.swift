@@ -115,3 +115,17 @@ func copyfile(_ source: String, to destination: String) -> Bool {
     guard FileManager.default.createFile(atPath: destination, contents: data) else { return false }
     return chmod(destination, 0o755) == 0
 }
+
+/// A FIFO named like a plug-in is refused at once, not waited on.
+@Suite("Plug-in files that are not files")
+struct NotAFileTests {
+    @Test("check on a FIFO named x.so answers at once: not a regular file")
+    func checkOnAFIFO() throws {
+        let scratch = try Scratch()
+        let fifo = scratch.file("x.so")
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let result = try xcallback(["check", fifo], timeout: 10)
+        #expect(result.status != .exited(0))
+        #expect(result.stderr.contains("not a regular file"), "stderr: \(result.stderr)")
+    }
+}

@@ -15,7 +15,9 @@ struct PluginFile {
 
     /// Opens `path` and checks the open file and the folders on its real path.
     static func open(_ path: String, security: FileSecurity) throws(PluginLoadError) -> PluginFile {
-        let descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        // O_NONBLOCK: a FIFO named like a plug-in must be refused by the
+        // check below, not hang the open waiting for a writer.
+        let descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else {
             throw PluginLoadError(path: path, reason: .cannotOpen(String(cString: strerror(errno))))
         }
