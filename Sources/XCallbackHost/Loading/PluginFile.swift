@@ -13,11 +13,13 @@ struct PluginFile {
     let path: String
     let descriptor: Int32
 
-    /// Opens `path` and checks the open file and the folders on its real path.
+    /// Opens `path` and checks the open file and the folders on its real
+    /// path. A name without a slash is a file in the current folder
+    /// (`xcallback check hello.so`); errors name `path` as given.
     static func open(_ path: String, security: FileSecurity) throws(PluginLoadError) -> PluginFile {
         // O_NONBLOCK: a FIFO named like a plug-in must be refused by the
         // check below, not hang the open waiting for a writer.
-        let descriptor = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        let descriptor = Glibc.open(path.contains("/") ? path : "./" + path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else {
             throw PluginLoadError(path: path, reason: .cannotOpen(String(cString: strerror(errno))))
         }

@@ -82,17 +82,11 @@ public struct PluginLoader: Sendable {
         let conflictOwner: @Sendable (RoutePattern) -> String? = { pattern in
             pattern.scheme == Correlation.scheme ? Correlation.scheme : otherOwner(pattern)
         }
-        // A name without a slash is a file here (`xcallback check hello.so`),
-        // not a request to search the library path.
         let pluginFile: PluginFile
         if let descriptor {
             pluginFile = .inherited(descriptor, path: path)
         } else {
-            do {
-                pluginFile = try .open(path.contains("/") ? path : "./" + path, security: security)
-            } catch {
-                throw PluginLoadError(path: path, reason: error.reason)
-            }
+            pluginFile = try .open(path, security: security)
         }
         if path.hasSuffix(BindingManifest.suffix) {
             defer { pluginFile.close() }

@@ -29,9 +29,9 @@ public enum PluginProbe {
         // The child loads the very file checked here.
         let file: PluginFile
         do {
-            file = try PluginFile.open(path.contains("/") ? path : "./" + path, security: FileSecurity(allowInsecure: allowInsecure))
+            file = try PluginFile.open(path, security: FileSecurity(allowInsecure: allowInsecure))
         } catch {
-            return PluginStatus(path: path, info: nil, routes: [], error: PluginLoadError(path: path, reason: error.reason))
+            return PluginStatus(path: path, info: nil, routes: [], error: error)
         }
         defer { file.close() }
         var output: [Int32] = [0, 0]
