@@ -6,6 +6,8 @@ import PackageDescription
 //   XCallbackRouting  route patterns and the route table (stdlib only: hot path)
 //   CXCallback        xcallback.h, the one public C header: the plug-in ABI
 //   XCallbackPluginKit  the Swift kit plug-ins link statically
+//   XCallbackSandbox  capabilities a plug-in declares and an operator grants, and
+//                     the kernel sandbox a worker enters before it loads one
 //   XCallbackHost     discovery, loading, dispatch, workers, inputs and outputs
 //   xcallback         the command line only
 let package = Package(
@@ -33,6 +35,18 @@ let package = Package(
         .target(name: "CXCallback"),
         .target(name: "CHostSupport"),
         .systemLibrary(
+            name: "CSeccomp",
+            pkgConfig: "libseccomp",
+            providers: [.apt(["libseccomp-dev"])]
+        ),
+        // Landlock, seccomp, capabilities and the violation handlers: the
+        // calls Swift cannot make (variadic prctl, signal handlers).
+        .target(name: "CSandbox", dependencies: ["CSeccomp"]),
+        .target(
+            name: "XCallbackSandbox",
+            dependencies: ["CSandbox", .product(name: "TOMLKit", package: "TOMLKit")]
+        ),
+        .systemLibrary(
             name: "CFFI",
             pkgConfig: "libffi",
             providers: [.apt(["libffi-dev"])]
@@ -44,7 +58,7 @@ let package = Package(
         .target(
             name: "XCallbackHost",
             dependencies: [
-                "CXCallback", "CHostSupport", "CFFI", "XCallbackURL", "XCallbackRouting",
+                "CXCallback", "CHostSupport", "CFFI", "XCallbackURL", "XCallbackRouting", "XCallbackSandbox",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 // Binding manifests (`.xcallback.toml`).

@@ -1,0 +1,77 @@
+#ifndef XCALLBACK_SANDBOX_H
+#define XCALLBACK_SANDBOX_H
+
+/* The kernel calls a worker's sandbox is made of: Landlock, seccomp (through
+ * libseccomp), no-new-privs, capabilities, rlimits, and the SIGSYS and
+ * fatal-signal handlers that report violations to the host. Internal to
+ * xcallback; not part of the plug-in ABI. Every function returns 0 (or the
+ * value described) on success and -1 with errno set on failure. */
+
+#include <stdint.h>
+
+/* The Landlock ABI version this kernel offers, or -1 (errno ENOSYS or
+ * EOPNOTSUPP when Landlock is not built in or not enabled). */
+int xcallback_landlock_abi(void);
+
+/* A Landlock ruleset handling these file-system and network rights and
+ * these scopes. Returns its descriptor (close-on-exec). */
+int xcallback_landlock_create(uint64_t handled_fs, uint64_t handled_net, uint64_t scoped);
+
+/* Allows `access` beneath `path` (a directory) or on it (a file). A path
+ * that does not exist is skipped: returns 1. */
+int xcallback_landlock_allow(int ruleset, const char *path, uint64_t access);
+
+/* Enforces the ruleset on the calling thread and every thread and process
+ * it starts afterwards, then closes it. Needs no-new-privs. */
+int xcallback_landlock_enforce(int ruleset);
+
+/* Whether the kernel has seccomp filters (and libseccomp can use them). */
+int xcallback_seccomp_available(void);
+
+/* What the seccomp filter allows beyond the base policy. */
+typedef struct {
+    int network;      /* socket() of any family */
+    int exec;         /* execve, execveat */
+    int processes;    /* fork, vfork, clone without CLONE_THREAD */
+    int own_pid;      /* the worker: signals to any other pid are violations unless processes */
+} xcallback_seccomp_grant;
+
+/* Loads the worker's seccomp filter on every thread (TSYNC). Calls that are
+ * merely not granted (socket, exec, fork) fail with an errno and are
+ * recorded in the report's denied-call bits; dangerous calls (ptrace,
+ * process_vm_*, mount, bpf, kill outside the worker, ...) end the process
+ * with SIGSYS after recording the call's number. Returns 0 or -errno. */
+int xcallback_seccomp_load(const xcallback_seccomp_grant *grant);
+
+/* Where the handlers report, in memory the host can read after the worker
+ * died: `violation` gets the fatal system call's number + 1, `denied` a bit
+ * per kind of denied call (see XCALLBACK_DENIED_*), `memory` 1 when the
+ * process died of a fatal signal with its data segment within an eighth of
+ * `memory_ceiling` bytes (0: no ceiling). Installs the handlers, with an
+ * alternate signal stack. */
+int xcallback_sandbox_report_to(uint64_t *violation, uint64_t *denied, uint64_t *memory,
+                                uint64_t memory_ceiling);
+
+enum {
+    XCALLBACK_DENIED_SOCKET = 1 << 0,
+    XCALLBACK_DENIED_EXEC = 1 << 1,
+    XCALLBACK_DENIED_FORK = 1 << 2,
+    XCALLBACK_DENIED_SESSION = 1 << 3,
+};
+
+/* prctl(PR_SET_NO_NEW_PRIVS, 1). */
+int xcallback_no_new_privileges(void);
+
+/* Empties the bounding, ambient, effective, permitted and inheritable
+ * capability sets of this process. */
+int xcallback_drop_capabilities(void);
+
+/* prctl(PR_SET_DUMPABLE, 0): other processes of the same user can no
+ * longer ptrace this one or open its /proc/PID/fd, mem or environ. */
+int xcallback_make_nondumpable(void);
+
+/* The name of system call `number` on this architecture, or NULL. The
+ * caller frees it. */
+char *xcallback_syscall_name(int number);
+
+#endif

@@ -1,0 +1,334 @@
+#define _GNU_SOURCE
+#include "sandbox.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <seccomp.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#ifndef SYS_landlock_create_ruleset
+#define SYS_landlock_create_ruleset 444
+#define SYS_landlock_add_rule 445
+#define SYS_landlock_restrict_self 446
+#endif
+#ifndef CLONE_THREAD
+#define CLONE_THREAD 0x00010000
+#endif
+
+/* The kernel's structures, spelled out here: Debian's headers predate the
+ * network rights (ABI 4) and scopes (ABI 6) this file uses. */
+struct landlock_ruleset_attr_v6 {
+    uint64_t handled_access_fs;
+    uint64_t handled_access_net;
+    uint64_t scoped;
+};
+struct landlock_path_beneath_attr_packed {
+    uint64_t allowed_access;
+    int32_t parent_fd;
+} __attribute__((packed));
+enum { LANDLOCK_RULE_PATH_BENEATH_ = 1, LANDLOCK_CREATE_RULESET_VERSION_ = 1 };
+
+int xcallback_landlock_abi(void) {
+    return (int)syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION_);
+}
+
+int xcallback_landlock_create(uint64_t handled_fs, uint64_t handled_net, uint64_t scoped) {
+    struct landlock_ruleset_attr_v6 attr = {handled_fs, handled_net, scoped};
+    /* The size tells the kernel which fields this caller knows: older
+     * kernels reject fields they do not have, so pass only those used. */
+    size_t size = scoped ? sizeof attr : handled_net ? 2 * sizeof(uint64_t) : sizeof(uint64_t);
+    return (int)syscall(SYS_landlock_create_ruleset, &attr, size, 0);
+}
+
+int xcallback_landlock_allow(int ruleset, const char *path, uint64_t access) {
+    int fd = open(path, O_PATH | O_CLOEXEC);
+    if (fd < 0) return errno == ENOENT || errno == ENOTDIR || errno == EACCES ? 1 : -1;
+    /* A file (not a directory) may only carry the rights a file has. */
+    struct landlock_path_beneath_attr_packed rule = {access, fd};
+    int result = (int)syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH_, &rule, 0);
+    if (result < 0 && errno == EINVAL) {
+        const uint64_t file_rights = (1ULL << 0) | (1ULL << 1) | (1ULL << 2) | (1ULL << 14) | (1ULL << 15);
+        rule.allowed_access = access & file_rights;
+        result = (int)syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH_, &rule, 0);
+    }
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return result < 0 ? -1 : 0;
+}
+
+int xcallback_landlock_enforce(int ruleset) {
+    int result = (int)syscall(SYS_landlock_restrict_self, ruleset, 0);
+    int saved = errno;
+    close(ruleset);
+    errno = saved;
+    return result < 0 ? -1 : 0;
+}
+
+int xcallback_seccomp_available(void) {
+    /* seccomp_api_get() probes the kernel's filter support. */
+    return prctl(PR_GET_SECCOMP) >= 0 && seccomp_api_get() >= 1;
+}
+
+/* --- Reporting: the handlers and where they write ------------------------ */
+
+/* ABI-forced state: a signal handler can reach nothing else. Set once,
+ * before the filter is loaded and before any plug-in code runs. */
+static uint64_t *report_violation;
+static uint64_t *report_denied;
+static uint64_t *report_memory;
+static uint64_t memory_ceiling_bytes;
+
+/* Calls the filter turns away with an errno, emulated by the SIGSYS
+ * handler so the host can learn which were tried. */
+struct soft_denial {
+    long number;
+    int error;
+    uint64_t bit;
+};
+static struct soft_denial soft_denials[16];
+static int soft_denial_count;
+
+static void add_soft_denial(long number, int error, uint64_t bit) {
+    if (soft_denial_count < (int)(sizeof soft_denials / sizeof soft_denials[0])) {
+        soft_denials[soft_denial_count++] = (struct soft_denial){number, error, bit};
+    }
+}
+
+static void set_syscall_result(void *context, long value) {
+    ucontext_t *uc = context;
+#if defined(__x86_64__)
+    uc->uc_mcontext.gregs[REG_RAX] = value;
+#elif defined(__aarch64__)
+    uc->uc_mcontext.regs[0] = (unsigned long long)value;
+#else
+#error "xcallback's sandbox knows how to return from a trapped system call on x86_64 and aarch64 only"
+#endif
+}
+
+static void die_of(int signal_number) {
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = SIG_DFL;
+    sigaction(signal_number, &action, NULL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, signal_number);
+    sigprocmask(SIG_UNBLOCK, &set, NULL);
+    raise(signal_number);
+    _exit(128 + signal_number);
+}
+
+static void on_sigsys(int signal_number, siginfo_t *info, void *context) {
+    (void)signal_number;
+    int saved = errno;
+    for (int i = 0; i < soft_denial_count; i++) {
+        if (soft_denials[i].number == info->si_syscall) {
+            if (report_denied) __atomic_fetch_or(report_denied, soft_denials[i].bit, __ATOMIC_RELEASE);
+            set_syscall_result(context, -soft_denials[i].error);
+            errno = saved;
+            return;
+        }
+    }
+    if (report_violation) __atomic_store_n(report_violation, (uint64_t)info->si_syscall + 1, __ATOMIC_RELEASE);
+    die_of(SIGSYS);
+}
+
+/* Reads the data-segment size (pages) from /proc/self/statm (the sandbox
+ * leaves /proc/self readable); async-signal-safe. Opened only now, so a
+ * worker carries no descriptor for it. */
+static uint64_t data_bytes(void) {
+    char text[256];
+    int descriptor = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    if (descriptor < 0) return 0;
+    ssize_t count = read(descriptor, text, sizeof text - 1);
+    close(descriptor);
+    if (count <= 0) return 0;
+    text[count] = 0;
+    /* size resident shared text lib data dt: the sixth field. */
+    const char *cursor = text;
+    for (int field = 0; field < 5; field++) {
+        while (*cursor && *cursor != ' ') cursor++;
+        while (*cursor == ' ') cursor++;
+    }
+    uint64_t pages = 0;
+    while (*cursor >= '0' && *cursor <= '9') pages = pages * 10 + (uint64_t)(*cursor++ - '0');
+    return pages * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+static void on_fatal_signal(int signal_number, siginfo_t *info, void *context) {
+    (void)info;
+    (void)context;
+    if (report_memory && memory_ceiling_bytes) {
+        uint64_t margin = memory_ceiling_bytes / 8;
+        if (data_bytes() + margin >= memory_ceiling_bytes) __atomic_store_n(report_memory, 1, __ATOMIC_RELEASE);
+    }
+    die_of(signal_number);
+}
+
+int xcallback_sandbox_report_to(uint64_t *violation, uint64_t *denied, uint64_t *memory, uint64_t memory_ceiling) {
+    report_violation = violation;
+    report_denied = denied;
+    report_memory = memory;
+    memory_ceiling_bytes = memory_ceiling;
+
+    /* A stack of its own, so a stack overflow can still be reported. */
+    static char alternate[64 * 1024];
+    stack_t stack = {.ss_sp = alternate, .ss_size = sizeof alternate, .ss_flags = 0};
+    if (sigaltstack(&stack, NULL) != 0) return -1;
+
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    action.sa_sigaction = on_sigsys;
+    if (sigaction(SIGSYS, &action, NULL) != 0) return -1;
+    action.sa_sigaction = on_fatal_signal;
+    const int fatal[] = {SIGSEGV, SIGBUS, SIGABRT, SIGILL, SIGTRAP, SIGFPE};
+    for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++) {
+        if (sigaction(fatal[i], &action, NULL) != 0) return -1;
+    }
+    return 0;
+}
+
+/* --- The seccomp filter --------------------------------------------------- */
+
+/* Calls that reach past the worker (other processes, the kernel, the
+ * machine): never needed to handle a request, so trying one ends the
+ * worker. Names, not numbers: libseccomp resolves them per architecture
+ * and skips any this one does not have. */
+static const char *const fatal_calls[] = {
+    "ptrace", "process_vm_readv", "process_vm_writev", "process_madvise", "pidfd_getfd",
+    "mount", "umount", "umount2", "pivot_root", "chroot", "move_mount", "fsopen", "fsconfig",
+    "fsmount", "fspick", "open_tree", "mount_setattr",
+    "bpf", "perf_event_open", "kexec_load", "kexec_file_load", "init_module", "finit_module",
+    "delete_module", "reboot", "swapon", "swapoff", "acct", "quotactl", "quotactl_fd",
+    "settimeofday", "clock_settime", "clock_adjtime", "sethostname", "setdomainname",
+    "iopl", "ioperm", "add_key", "request_key", "keyctl", "setns", "unshare",
+    "open_by_handle_at", "lookup_dcookie", "vhangup", "nfsservctl",
+};
+
+/* Calls refused quietly: glibc falls back from clone3 to clone (which the
+ * filter can inspect), and io_uring would run socket and other calls
+ * without passing through this filter at all. */
+static const char *const quiet_enosys_calls[] = {
+    "clone3", "io_uring_setup", "io_uring_enter", "io_uring_register",
+};
+
+static int rule(scmp_filter_ctx filter, uint32_t action, const char *name, unsigned count,
+                struct scmp_arg_cmp first) {
+    int number = seccomp_syscall_resolve_name(name);
+    if (number == __NR_SCMP_ERROR) return 0; /* not on this architecture */
+    return count ? seccomp_rule_add(filter, action, number, 1, first) : seccomp_rule_add(filter, action, number, 0);
+}
+
+static int soft(scmp_filter_ctx filter, const char *name, int error, uint64_t bit, unsigned count,
+                struct scmp_arg_cmp first) {
+    int number = seccomp_syscall_resolve_name(name);
+    if (number == __NR_SCMP_ERROR) return 0;
+    add_soft_denial(number, error, bit);
+    return rule(filter, SCMP_ACT_TRAP, name, count, first);
+}
+
+int xcallback_seccomp_load(const xcallback_seccomp_grant *grant) {
+    scmp_filter_ctx filter = seccomp_init(SCMP_ACT_ALLOW);
+    if (filter == NULL) return -ENOMEM;
+    int result = 0;
+    const struct scmp_arg_cmp none = {0};
+    /* Threads the runtime starts later are filtered too (the filter is
+     * inherited), and any that exist now are synchronised. */
+    result |= seccomp_attr_set(filter, SCMP_FLTATR_CTL_TSYNC, 1);
+    /* A call made through another architecture's entry (int 0x80 on
+     * x86_64) would dodge every rule below. */
+    result |= seccomp_attr_set(filter, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+
+    for (size_t i = 0; i < sizeof fatal_calls / sizeof fatal_calls[0]; i++) {
+        result |= rule(filter, SCMP_ACT_TRAP, fatal_calls[i], 0, none);
+    }
+    for (size_t i = 0; i < sizeof quiet_enosys_calls / sizeof quiet_enosys_calls[0]; i++) {
+        result |= rule(filter, SCMP_ACT_ERRNO(ENOSYS), quiet_enosys_calls[i], 0, none);
+    }
+    /* Typing into the host's terminal. */
+    result |= rule(filter, SCMP_ACT_TRAP, "ioctl", 1, SCMP_A1_64(SCMP_CMP_MASKED_EQ, 0xFFFFFFFFu, TIOCSTI));
+    result |= rule(filter, SCMP_ACT_TRAP, "ioctl", 1, SCMP_A1_64(SCMP_CMP_MASKED_EQ, 0xFFFFFFFFu, TIOCLINUX));
+
+    /* Signals. With no processes of its own, a worker may signal only
+     * itself (raise, abort and pthread_kill use tgkill on their own pid).
+     * With processes, Landlock's signal scope keeps it to its own
+     * descendants; the host and "everyone" (-1) stay off limits. */
+    uint32_t own = (uint32_t)grant->own_pid;
+    uint32_t parent = (uint32_t)getppid();
+    if (!grant->processes) {
+        result |= rule(filter, SCMP_ACT_TRAP, "kill", 1, SCMP_A0_32(SCMP_CMP_NE, own));
+    } else {
+        result |= rule(filter, SCMP_ACT_TRAP, "kill", 1, SCMP_A0_32(SCMP_CMP_EQ, parent));
+        result |= rule(filter, SCMP_ACT_TRAP, "kill", 1, SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)-1));
+    }
+    result |= rule(filter, SCMP_ACT_TRAP, "tgkill", 1, SCMP_A0_32(SCMP_CMP_NE, own));
+    result |= rule(filter, SCMP_ACT_TRAP, "rt_sigqueueinfo", 1, SCMP_A0_32(SCMP_CMP_NE, own));
+    result |= rule(filter, SCMP_ACT_TRAP, "rt_tgsigqueueinfo", 1, SCMP_A0_32(SCMP_CMP_NE, own));
+    result |= rule(filter, SCMP_ACT_TRAP, "pidfd_open", 1, SCMP_A0_32(SCMP_CMP_NE, own));
+    result |= rule(filter, SCMP_ACT_TRAP, "pidfd_send_signal", 0, none);
+
+    soft_denial_count = 0;
+    if (!grant->network) {
+        result |= soft(filter, "socket", EACCES, XCALLBACK_DENIED_SOCKET, 0, none);
+    }
+    if (!grant->exec) {
+        result |= soft(filter, "execve", EACCES, XCALLBACK_DENIED_EXEC, 0, none);
+        result |= soft(filter, "execveat", EACCES, XCALLBACK_DENIED_EXEC, 0, none);
+    }
+    if (!grant->processes) {
+        result |= soft(filter, "fork", EAGAIN, XCALLBACK_DENIED_FORK, 0, none);
+        result |= soft(filter, "vfork", EAGAIN, XCALLBACK_DENIED_FORK, 0, none);
+        result |= soft(filter, "clone", EAGAIN, XCALLBACK_DENIED_FORK, 1,
+                       SCMP_A0_64(SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0));
+    }
+    /* Processes a plug-in starts stay in its worker's process group, which
+     * the host kills when the worker ends. */
+    result |= soft(filter, "setsid", EPERM, XCALLBACK_DENIED_SESSION, 0, none);
+    result |= soft(filter, "setpgid", EPERM, XCALLBACK_DENIED_SESSION, 0, none);
+
+    if (result == 0) result = seccomp_load(filter);
+    seccomp_release(filter);
+    return result < 0 ? result : 0;
+}
+
+/* --- Privileges ----------------------------------------------------------- */
+
+int xcallback_no_new_privileges(void) {
+    return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+}
+
+int xcallback_drop_capabilities(void) {
+    /* The bounding set first: dropping from it needs CAP_SETPCAP, which
+     * the capset below takes away. EPERM means there was nothing to drop
+     * (an unprivileged user); no-new-privs keeps exec from adding any. */
+    for (int capability = 0; capability < 64; capability++) {
+        if (prctl(PR_CAPBSET_DROP, capability, 0, 0, 0) != 0) {
+            if (errno == EINVAL) break;
+            if (errno != EPERM) return -1;
+        }
+    }
+    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL) return -1;
+    struct __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct data[2];
+    memset(data, 0, sizeof data);
+    return (int)syscall(SYS_capset, &header, data);
+}
+
+int xcallback_make_nondumpable(void) {
+    return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+}
+
+char *xcallback_syscall_name(int number) {
+    return seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, number);
+}

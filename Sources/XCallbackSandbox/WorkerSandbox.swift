@@ -1,0 +1,224 @@
+import CSandbox
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The sandbox could not be built; the worker refuses to load the plug-in.
+public struct SandboxError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Where a worker's violation handlers report: words in the memory page it
+/// shares with the host, which reads them after the worker died.
+public struct SandboxReport: @unchecked Sendable {
+    // @unchecked: written by signal handlers through atomics, read by the host.
+    public let violation: UnsafeMutablePointer<UInt64>
+    public let denied: UnsafeMutablePointer<UInt64>
+    public let memory: UnsafeMutablePointer<UInt64>
+
+    public init(violation: UnsafeMutablePointer<UInt64>, denied: UnsafeMutablePointer<UInt64>,
+                memory: UnsafeMutablePointer<UInt64>) {
+        self.violation = violation
+        self.denied = denied
+        self.memory = memory
+    }
+}
+
+/// The sandbox a worker enters before any of the plug-in's code runs.
+///
+/// It is entered before `dlopen`, not after: `dlopen` runs the library's
+/// constructors, so a plug-in that did its harm there would be loose before
+/// any rule applied. The load paths are allowed instead (system library
+/// folders, the folders of everything already mapped, the plug-in's folder).
+public enum WorkerSandbox {
+    /// The folders every worker may read: the system's libraries and the
+    /// few files the C and Swift runtimes read while running.
+    static let systemReadable = [
+        "/lib", "/lib32", "/lib64", "/usr/lib", "/usr/lib32", "/usr/lib64", "/usr/local/lib",
+        "/etc/ld.so.cache", "/etc/localtime", "/usr/share/zoneinfo", "/usr/share/locale",
+        "/sys/devices/system/cpu", "/proc/self",
+    ]
+    /// Devices a worker may read and write.
+    static let devices = ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"]
+    /// Where programs live, readable and executable with `exec`.
+    static let programFolders = ["/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/local/bin", "/usr/libexec"]
+
+    /// Applies `plan` to this process and every thread and process it
+    /// starts; `readable` names more folders to read (where the plug-in
+    /// really lives, past symlinks). Returns the layers applied, for the log.
+    public static func enter(_ plan: SandboxPlan, report: SandboxReport?,
+                             readable: [String] = []) throws(SandboxError) -> [String] {
+        let support = KernelSupport.probe()
+        if plan.strict, let missing = support.missing {
+            throw SandboxError("--sandbox strict: this kernel lacks \(missing)")
+        }
+        // Landlock confines the calling thread and the threads it starts
+        // later, not threads already running.
+        let threads = threadCount()
+        if threads > 1 && support.landlockABI != nil {
+            throw SandboxError("the worker already runs \(threads) threads; the sandbox must be entered first")
+        }
+        let capabilities = plan.capabilities
+        var layers: [String] = []
+
+        guard chdir(plan.scratch) == 0 else {
+            throw SandboxError("cannot enter the scratch folder \(plan.scratch): \(String(cString: strerror(errno)))")
+        }
+        setenv("TMPDIR", plan.scratch, 1)
+
+        let memory = UInt64(capabilities.memoryMiB) << 20
+        try limit(Int32(RLIMIT_DATA.rawValue), memory, "memory")
+        try limit(Int32(RLIMIT_NOFILE.rawValue), UInt64(capabilities.openFiles), "open_files")
+        try limit(Int32(RLIMIT_CORE.rawValue), 0, "core dumps")
+        if capabilities.processes > 0 && getuid() != 0 {
+            // Linux counts RLIMIT_NPROC per user, threads included: the
+            // ceiling is what the user runs now plus the grant.
+            try limit(Int32(__RLIMIT_NPROC.rawValue), UInt64(tasksOfUser(getuid()) + capabilities.processes), "processes")
+        }
+        layers.append("rlimits")
+
+        if let report {
+            guard xcallback_sandbox_report_to(report.violation, report.denied, report.memory, memory) == 0 else {
+                throw SandboxError("cannot install the violation handlers: \(String(cString: strerror(errno)))")
+            }
+        }
+        guard xcallback_no_new_privileges() == 0 else {
+            throw SandboxError("prctl(PR_SET_NO_NEW_PRIVS): \(String(cString: strerror(errno)))")
+        }
+        _ = xcallback_make_nondumpable()
+        layers.append("no-new-privs")
+
+        var ruleset: Int32 = -1
+        if let abi = support.landlockABI {
+            ruleset = try landlockRuleset(plan, abi: abi, readable: readable)
+        }
+        guard xcallback_drop_capabilities() == 0 else {
+            throw SandboxError("cannot drop capabilities: \(String(cString: strerror(errno)))")
+        }
+        layers.append("no capabilities")
+        if ruleset >= 0 {
+            guard xcallback_landlock_enforce(ruleset) == 0 else {
+                throw SandboxError("landlock_restrict_self: \(String(cString: strerror(errno)))")
+            }
+            layers.append("landlock \(support.landlockABI ?? 0)")
+        }
+        if support.seccomp {
+            var grant = xcallback_seccomp_grant(network: capabilities.network ? 1 : 0, exec: capabilities.exec ? 1 : 0,
+                                                processes: capabilities.processes > 0 ? 1 : 0, own_pid: getpid())
+            let result = xcallback_seccomp_load(&grant)
+            guard result == 0 else { throw SandboxError("cannot load the seccomp filter: \(String(cString: strerror(-result)))") }
+            layers.append("seccomp")
+        }
+        return layers
+    }
+
+    private static func landlockRuleset(_ plan: SandboxPlan, abi: Int, readable: [String]) throws(SandboxError) -> Int32 {
+        let capabilities = plan.capabilities
+        let handledNetwork: UInt64 = abi >= 4 && !capabilities.network
+            ? LandlockRights.bindTCP | LandlockRights.connectTCP : 0
+        let scoped: UInt64 = abi >= 6 ? LandlockRights.scopeSignal | LandlockRights.scopeAbstractUnixSocket : 0
+        let handled = LandlockRights.handledFileSystem(abi: abi)
+        let ruleset = xcallback_landlock_create(handled, handledNetwork, scoped)
+        guard ruleset >= 0 else { throw SandboxError("landlock_create_ruleset: \(String(cString: strerror(errno)))") }
+
+        func allow(_ path: String, _ rights: UInt64) throws(SandboxError) {
+            guard xcallback_landlock_allow(ruleset, path, rights & handled) >= 0 else {
+                close(ruleset)
+                throw SandboxError("landlock_add_rule for \(path): \(String(cString: strerror(errno)))")
+            }
+        }
+        // Executing needs the right on the program and on its loader.
+        let execute = capabilities.exec ? LandlockRights.execute : 0
+        for path in systemReadable + mappedFolders() { try allow(path, LandlockRights.read | execute) }
+        for path in [folder(of: plan.pluginPath)] + readable { try allow(path, LandlockRights.read) }
+        for device in devices {
+            try allow(device, LandlockRights.readFile | LandlockRights.writeFile | LandlockRights.truncate)
+        }
+        if capabilities.exec {
+            for path in programFolders { try allow(path, LandlockRights.read | LandlockRights.execute) }
+        }
+        for path in capabilities.filesRead { try allow(path, LandlockRights.read | execute) }
+        for path in capabilities.filesWrite { try allow(path, LandlockRights.read | LandlockRights.write) }
+        try allow(plan.scratch, LandlockRights.read | LandlockRights.write)
+        return ruleset
+    }
+
+    private static func limit(_ resource: Int32, _ value: UInt64, _ name: String) throws(SandboxError) {
+        var current = rlimit()
+        getrlimit(resource, &current)
+        // Never raise a limit the operator already set lower.
+        let target = min(rlim_t(value), current.rlim_max)
+        var limit = rlimit(rlim_cur: target, rlim_max: target)
+        guard setrlimit(resource, &limit) == 0 else {
+            throw SandboxError("setrlimit (\(name)): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    private static func folder(of path: String) -> String {
+        guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return "." }
+        return slash == path.utf8.startIndex ? "/" : String(path[..<slash])
+    }
+
+    /// The folders of every file mapped now (the worker's own executable
+    /// and the Swift runtime among them): what the plug-in may need to
+    /// load its dependencies from.
+    private static func mappedFolders() -> [String] {
+        guard let text = readText("/proc/self/maps") else { return [] }
+        var folders = Set<String>()
+        for line in text.split(separator: "\n") {
+            guard let slash = line.firstIndex(of: "/") else { continue }
+            let path = String(line[slash...])
+            guard !path.hasSuffix(" (deleted)"), !path.hasPrefix("/proc/"), !path.hasPrefix("/dev/"),
+                  !path.hasPrefix("/memfd:") else { continue }
+            folders.insert(folder(of: path))
+        }
+        return folders.sorted()
+    }
+
+    private static func threadCount() -> Int {
+        guard let directory = opendir("/proc/self/task") else { return 1 }
+        defer { closedir(directory) }
+        var count = 0
+        while let entry = readdir(directory) {
+            if entry.pointee.d_name.0 != UInt8(ascii: ".") { count += 1 }
+        }
+        return max(count, 1)
+    }
+
+    /// Tasks (threads included) of `uid`, as RLIMIT_NPROC counts them.
+    private static func tasksOfUser(_ uid: uid_t) -> Int {
+        guard let directory = opendir("/proc") else { return 0 }
+        defer { closedir(directory) }
+        var count = 0
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+            guard name.first?.isNumber == true, let status = readText("/proc/\(name)/status") else { continue }
+            var owner: uid_t?
+            var threads = 0
+            for line in status.split(separator: "\n") {
+                if line.hasPrefix("Uid:") { owner = line.split(whereSeparator: { $0 == "\t" || $0 == " " }).dropFirst().first.flatMap { uid_t($0) } }
+                if line.hasPrefix("Threads:") { threads = Int(line.split(separator: "\t").last ?? "") ?? 1 }
+            }
+            if owner == uid { count += threads }
+        }
+        return count
+    }
+
+    private static func readText(_ path: String) -> String? {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = read(descriptor, &chunk, chunk.count)
+            if count <= 0 { break }
+            bytes += chunk[..<count]
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
