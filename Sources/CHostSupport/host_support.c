@@ -73,3 +73,16 @@ int xcallback_shared_page_create(const char *name, long size) {
     }
     return fd;
 }
+
+#include <ftw.h>
+#include <stdio.h>
+
+static int remove_entry(const char *path, const struct stat *info, int flag, struct FTW *walk) {
+    (void)info; (void)flag; (void)walk;
+    remove(path);
+    return 0;
+}
+
+int xcallback_remove_tree(const char *path) {
+    return nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}

@@ -3,6 +3,7 @@ import Logging
 import XCallbackRouting
 import Synchronization
 import XCallbackURL
+import XCallbackSandbox
 
 #if canImport(Glibc)
 import Glibc
@@ -28,6 +29,8 @@ public final class Host: Sendable {
     private let rescanLock = Lock(())
     let spawner = WorkerSpawner()
     let discovery: PluginDiscovery
+    /// The sandbox every worker enters, and the plug-ins' scratch folders.
+    let sandboxing: WorkerSandboxing
     /// The stamp of every plug-in file looked at, loaded or refused.
     private let stamps = Lock<[String: FileStamp]>([:])
 
@@ -44,6 +47,7 @@ public final class Host: Sendable {
         self.discovery = PluginDiscovery(
             directories: configuration.pluginDirectories,
             security: FileSecurity(allowInsecure: configuration.allowInsecurePlugins))
+        self.sandboxing = WorkerSandboxing(mode: configuration.sandbox, policy: configuration.sandboxPolicy)
         registry.addBuiltIn(responses, routes: ResponseWaiters.routes)
     }
 
@@ -55,6 +59,17 @@ public final class Host: Sendable {
 
     /// How the records written so far ended (the summary line's numbers).
     public var outcomes: OutcomeCounts { tally.snapshot }
+
+    /// Says once, at start, what the workers' sandbox lacks on this kernel;
+    /// with `--sandbox strict`, refuses to start instead.
+    public func checkSandbox() throws(HostSetupError) {
+        guard configuration.isolation == .process, configuration.sandbox != .off else { return }
+        guard let missing = sandboxing.kernel.missing else { return }
+        if configuration.sandbox == .strict {
+            throw HostSetupError("--sandbox strict: this kernel lacks \(missing); refusing to start (--sandbox auto runs with the layers it has)")
+        }
+        logger.warning("\(sandboxing.kernel.warning ?? missing)")
+    }
 
     /// Scans the plug-in directories and loads what is new. Throws when a
     /// directory named explicitly cannot be used.
@@ -150,6 +165,9 @@ public final class Host: Sendable {
                 return nil
             }
         }
+        if (try? WorkerSandboxing.declared(forPluginAt: path, security: security)) != nil {
+            logger.warning("\(PrintableText.escaping(path)) declares capabilities (\(PrintableText.escaping(CapabilityDeclaration.sidecarPath(for: path)))), but --isolation none runs it inside the host, where no sandbox applies: it has all of the host's authority")
+        }
         do {
             let plugin = try PluginLoader(logger: logger, security: security).load(path) { [registry] pattern in
                 registry.owner(ofSameShapeAs: pattern, excluding: path)
@@ -170,10 +188,10 @@ public final class Host: Sendable {
     /// keeps them), as in-process registration would refuse them. A broken
     /// replacement leaves the running version in place.
     private func prepareWorker(_ path: String, replacing: Bool) -> Prepared? {
-        let (executable, security) = (configuration.workerExecutable, security)
+        let (executable, security, sandboxing) = (configuration.workerExecutable, security, sandboxing)
         let started = spawner.run { () -> Result<WorkerProcess, WorkerProcess.StartError> in
             Result { () throws(WorkerProcess.StartError) in
-                try WorkerProcess.start(executable: executable, pluginPath: path, security: security)
+                try WorkerProcess.start(executable: executable, pluginPath: path, security: security, sandboxing: sandboxing)
             }
         }
         let worker: WorkerProcess
@@ -201,7 +219,8 @@ public final class Host: Sendable {
             }
             routes.append((pattern, index))
         }
-        let endpoint = WorkerEndpoint(first: worker, executable: executable, security: security, spawner: spawner,
+        let endpoint = WorkerEndpoint(first: worker, executable: executable, security: security, sandboxing: sandboxing,
+                                      spawner: spawner,
                                       policy: configuration.restartPolicy, logger: logger)
         logger.info("loaded plug-in '\(PrintableText.escaping(info.name))' \(PrintableText.escaping(info.version)) from \(PrintableText.escaping(path)) in worker \(worker.pid) with \(routes.count) route(s)")
         return Prepared(endpoint: endpoint, info: info, routes: routes)
@@ -423,6 +442,7 @@ public final class Host: Sendable {
         for worker in workers {
             worker.waitForExit(until: deadline)
         }
+        sandboxing.removeScratchFolders()
         let finished = unfinished.wait(until: { $0 == 0 }, deadline: deadline) { $0 == 0 }
         if !finished {
             logger.warning("an in-process plug-in's shutdown hook did not return within 2 s; exiting without it")

@@ -1,4 +1,5 @@
 import XCallbackURL
+@_exported import XCallbackSandbox
 
 /// How plug-ins run (`--isolation`).
 public enum Isolation: String, Sendable, CaseIterable {
@@ -29,6 +30,10 @@ public struct HostConfiguration: Sendable {
     public var openSchemes = OpenSchemePolicy()
     public var limits = ParseLimits.default
     public var allowInsecurePlugins = false
+    /// How hard to insist on the workers' sandbox (`--sandbox`).
+    public var sandbox = SandboxMode.auto
+    /// The operator's grants (`--sandbox-config`).
+    public var sandboxPolicy = SandboxPolicy()
 
     public init(pluginDirectories: [String]) {
         self.pluginDirectories = pluginDirectories

@@ -5,7 +5,7 @@ import XCallbackHost
 private func shown(_ text: String) -> String { PrintableText.escaping(text) }
 
 /// Probes every plug-in file of the directories, each in a child process.
-private func probeAll(_ options: PluginDirectoryOptions) throws -> [PluginStatus] {
+private func probeAll(_ options: PluginDirectoryOptions, sandboxing: WorkerSandboxing) throws -> [PluginStatus] {
     let scan = PluginDiscovery(directories: options.resolved,
                                security: FileSecurity(allowInsecure: options.allowInsecure)).scan()
     if options.areExplicit, let problem = scan.unreadableDirectories.first {
@@ -13,8 +13,10 @@ private func probeAll(_ options: PluginDirectoryOptions) throws -> [PluginStatus
     }
     let refused = scan.refused.map { PluginStatus(path: $0.path, info: nil, routes: [], error: $0) }
     let probed = scan.candidates.map {
-        PluginProbe.probe($0, executable: Environment.executable, allowInsecure: options.allowInsecure)
+        PluginProbe.probe($0, executable: Environment.executable, allowInsecure: options.allowInsecure,
+                          sandboxing: sandboxing)
     }
+    sandboxing.removeScratchFolders()
     return (probed + refused).sorted { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) }
 }
 
@@ -24,10 +26,14 @@ struct PluginsCommand: ParsableCommand {
         abstract: "List every plug-in file found, loaded or rejected and why.")
 
     @OptionGroup var plugins: PluginDirectoryOptions
+    @OptionGroup var sandbox: SandboxOptions
     @Flag(help: "One JSON object per plug-in file.") var json = false
 
     func run() throws {
-        for status in try probeAll(plugins) {
+        let sandboxing = try sandbox.sandboxing()
+        let security = FileSecurity(allowInsecure: plugins.allowInsecure)
+        for status in try probeAll(plugins, sandboxing: sandboxing) {
+            let effective = sandboxing.describe(forPluginAt: status.path, security: security, isolation: .process)
             if json {
                 print(JSONText.object([
                     ("path", .string(status.path)),
@@ -37,9 +43,10 @@ struct PluginsCommand: ParsableCommand {
                     ("abi", status.info.map { .string("\($0.abiMajor).\($0.abiMinor)") } ?? .null),
                     ("routes", .number(status.routes.count)),
                     ("error", status.error.map { .string($0.description) } ?? .null),
+                    ("sandbox", status.isLoaded ? .string(effective) : .null),
                 ]))
             } else if let info = status.info, status.isLoaded {
-                print("loaded    \(shown(info.name)) \(shown(info.version)) (ABI \(info.abiMajor).\(info.abiMinor), \(status.routes.count) routes)  \(shown(status.path))")
+                print("loaded    \(shown(info.name)) \(shown(info.version)) (ABI \(info.abiMajor).\(info.abiMinor), \(status.routes.count) routes; sandbox: \(shown(effective)))  \(shown(status.path))")
             } else {
                 print("rejected  \(status.error?.description ?? shown(status.path))")
             }
@@ -56,7 +63,7 @@ struct RoutesCommand: ParsableCommand {
     @Flag(help: "One JSON object per route.") var json = false
 
     func run() throws {
-        let statuses = try probeAll(plugins)
+        let statuses = try probeAll(plugins, sandboxing: WorkerSandboxing(mode: .auto))
         // The host's own routes come first: they are part of every table, and
         // their scheme is one no plug-in can take.
         for route in Correlation.builtInRoutes {
@@ -95,13 +102,19 @@ struct CheckCommand: ParsableCommand {
     @Argument(help: "The plug-in file (.so, or a .xcallback.toml binding manifest).") var file: String
     @Flag(name: .customLong("allow-insecure-plugins"), help: "Skip the ownership and permission checks.")
     var allowInsecure = false
+    @OptionGroup var sandbox: SandboxOptions
 
     func run() throws {
-        let status = PluginProbe.probe(file, executable: Environment.executable, allowInsecure: allowInsecure)
+        let sandboxing = try sandbox.sandboxing()
+        let status = PluginProbe.probe(file, executable: Environment.executable, allowInsecure: allowInsecure,
+                                       sandboxing: sandboxing)
+        sandboxing.removeScratchFolders()
         guard status.isLoaded, let info = status.info else {
             throw Failure.exit(status.error?.description ?? "\(file): not a valid plug-in")
         }
-        print("\(shown(info.name)) \(shown(info.version)) (ABI \(info.abiMajor).\(info.abiMinor))")
+        let effective = sandboxing.describe(forPluginAt: file, security: FileSecurity(allowInsecure: allowInsecure),
+                                            isolation: .process)
+        print("\(shown(info.name)) \(shown(info.version)) (ABI \(info.abiMajor).\(info.abiMinor); sandbox: \(shown(effective)))")
         for route in status.routes {
             if let signature = status.signature(of: route) {
                 print("\(shown(route.text))  \(shown(signature))")
@@ -119,10 +132,14 @@ struct ProbeCommand: ParsableCommand {
 
     @Argument var file: String
     @Flag(name: .customLong("allow-insecure-plugins")) var allowInsecure = false
+    @Option(name: .customLong("sandbox")) var sandbox: String?
 
     func run() throws {
         Diagnostics.bootstrap(level: .error)
-        throw ExitCode(PluginProbe.runChild(path: file, allowInsecure: allowInsecure, logger: Diagnostics.logger))
+        let plan = sandbox.flatMap(SandboxPlan.init(encoded:))
+        if sandbox != nil && plan == nil { throw ExitCode(2) }
+        throw ExitCode(PluginProbe.runChild(path: file, allowInsecure: allowInsecure, sandbox: plan,
+                                            logger: Diagnostics.logger))
     }
 }
 
@@ -156,10 +173,16 @@ struct WorkerCommand: ParsableCommand {
     @Argument var file: String
     @Option var parent: Int32
     @Flag(name: .customLong("allow-insecure-plugins")) var allowInsecure = false
+    @Option(name: .customLong("sandbox")) var sandbox: String?
 
     func run() throws {
         Diagnostics.bootstrap(level: .warning, format: Diagnostics.inheritedFormat)
-        throw ExitCode(WorkerMain.run(pluginPath: file, parent: parent, allowInsecure: allowInsecure,
+        var plan: SandboxPlan?
+        if let sandbox {
+            guard let decoded = SandboxPlan(encoded: sandbox) else { throw ExitCode(2) }
+            plan = decoded
+        }
+        throw ExitCode(WorkerMain.run(pluginPath: file, parent: parent, allowInsecure: allowInsecure, sandbox: plan,
                                       logger: Diagnostics.logger))
     }
 }

@@ -23,6 +23,8 @@ struct RunCommand: ParsableCommand {
     @Option(help: "How plug-ins run: process (each in its own worker process) or none (inside the host: fastest, but a plug-in crash kills the host).")
     var isolation: IsolationArgument = .process
 
+    @OptionGroup var sandbox: SandboxOptions
+
     @Option(name: .customLong("restart-limit"), help: "Crashes of one plug-in tolerated within --restart-window before it is disabled.")
     var restartLimit: Int = 5
 
@@ -91,6 +93,7 @@ struct RunCommand: ParsableCommand {
         // Workers log to the same stderr: in the same format.
         setenv(Diagnostics.formatVariable, logFormat.value.rawValue, 1)
         let logger = Diagnostics.logger
+        ProcessHardening.makeNondumpable()
         // Signals are taken by one thread with sigwait; every other thread
         // (created after this) inherits the mask and never sees them.
         let signals = SignalWaiter.blockHostSignals()
@@ -114,12 +117,15 @@ struct RunCommand: ParsableCommand {
         configuration.limits = ParseLimits(maxLineBytes: maxLineBytes)
         configuration.allowInsecurePlugins = plugins.allowInsecure
         configuration.workerExecutable = Environment.executable
+        configuration.sandbox = sandbox.mode.value
+        configuration.sandboxPolicy = try sandbox.policy()
         configuration.restartPolicy.limit = restartLimit
         configuration.restartPolicy.window = .milliseconds(Int64(restartWindow * 1000))
         configuration.restartPolicy.cooldown = .milliseconds(Int64(quarantine * 1000))
 
         let host = Host(configuration: configuration, logger: logger)
         do {
+            try host.checkSandbox()
             try host.loadPlugins(requireDirectories: plugins.areExplicit)
         } catch {
             throw Failure.exit(error.message)

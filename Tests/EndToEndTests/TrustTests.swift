@@ -103,7 +103,8 @@ struct TrustTests {
         #expect(checked.stderr.contains("writable by others"), "stderr: \(checked.stderr)")
         #expect(access(marker, F_OK) != 0, "the library's constructor ran")
 
-        let allowed = try xcallback(["check", "--allow-insecure-plugins", manifest])
+        // Without the sandbox, which would keep the constructor from leaving its mark.
+        let allowed = try xcallback(["check", "--allow-insecure-plugins", "--sandbox", "off", manifest])
         #expect(allowed.status == .exited(0), "stderr: \(allowed.stderr)")
         #expect(access(marker, F_OK) == 0, "with the checks relaxed, the library loads")
     }

@@ -59,4 +59,8 @@ static inline uint64_t xcallback_load_acquire_u64(const uint64_t *word) {
     return __atomic_load_n(word, __ATOMIC_ACQUIRE);
 }
 
+/* Removes `path` and everything beneath it, depth first, never following a
+ * symbolic link (nftw with FTW_PHYS). Returns 0, or -1 with errno set. */
+int xcallback_remove_tree(const char *path);
+
 #endif

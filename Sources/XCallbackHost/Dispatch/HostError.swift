@@ -20,6 +20,16 @@ enum HostError {
         .error(code: "PluginCrashed", message: message, domain: domain)
     }
 
+    /// The sandbox ended the worker for a forbidden system call.
+    static func sandboxViolation(_ message: String) -> Outcome {
+        .error(code: "SandboxViolation", message: message, domain: domain)
+    }
+
+    /// The worker died at its memory ceiling (the `memory` capability).
+    static func memoryLimit(_ message: String) -> Outcome {
+        .error(code: "MemoryLimit", message: message, domain: domain)
+    }
+
     static func timeout(_ message: String) -> Outcome {
         .error(code: "Timeout", message: message, domain: domain)
     }

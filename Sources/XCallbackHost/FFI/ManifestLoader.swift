@@ -105,25 +105,7 @@ extension PluginLoader {
     }
 
     private static func readManifest(_ file: PluginFile) throws(PluginLoadError) -> String {
-        let (path, descriptor) = (file.path, file.descriptor)
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 16_384)
-        while true {
-            let count = pread(descriptor, &chunk, chunk.count, off_t(bytes.count))
-            if count < 0 && errno == EINTR { continue }
-            if count < 0 {
-                throw PluginLoadError(path: path, reason: .cannotOpen(String(cString: strerror(errno))))
-            }
-            if count == 0 { break }
-            bytes += chunk[0..<count]
-            if bytes.count > maxManifestBytes {
-                throw PluginLoadError(path: path, reason: .badManifest("larger than \(maxManifestBytes) bytes"))
-            }
-        }
-        guard let text = String(validating: bytes, as: UTF8.self) else {
-            throw PluginLoadError(path: path, reason: .badManifest("not valid UTF-8"))
-        }
-        return text
+        try file.readText(limit: maxManifestBytes) { .badManifest($0) }
     }
 
     private static func dlerrorText() -> String {

@@ -58,4 +58,26 @@ struct PluginFile {
     }
 
     func close() { Glibc.close(descriptor) }
+
+    /// The whole file as UTF-8 text (a manifest, a capability file). One
+    /// longer than `limit` bytes or not UTF-8 is refused for the reason
+    /// `refuse` makes of the problem.
+    func readText(limit: Int, refuse: (String) -> PluginLoadError.Reason) throws(PluginLoadError) -> String {
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 16_384)
+        while true {
+            let count = pread(descriptor, &chunk, chunk.count, off_t(bytes.count))
+            if count < 0 && errno == EINTR { continue }
+            if count < 0 {
+                throw PluginLoadError(path: path, reason: .cannotOpen(String(cString: strerror(errno))))
+            }
+            if count == 0 { break }
+            bytes += chunk[0..<count]
+            if bytes.count > limit { throw PluginLoadError(path: path, reason: refuse("larger than \(limit) bytes")) }
+        }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw PluginLoadError(path: path, reason: refuse("not valid UTF-8"))
+        }
+        return text
+    }
 }

@@ -19,6 +19,8 @@ public struct PluginLoadError: Error, Sendable, Equatable, CustomStringConvertib
         /// A binding manifest (`.xcallback.toml`) is malformed, or its
         /// library or one of its functions cannot be bound; says which and why.
         case badManifest(String)
+        /// Its capability file (`NAME.caps.toml`) is malformed; says where.
+        case badCapabilities(String)
         case other(String)
     }
 
@@ -49,6 +51,7 @@ public struct PluginLoadError: Error, Sendable, Equatable, CustomStringConvertib
         case .duplicateName(let other): return "\(path): a plug-in with the same name is already loaded from \(other)"
         case .crashed(let how): return "\(path): crashed while loading (\(how))"
         case .badManifest(let message): return "\(path): binding manifest: \(message)"
+        case .badCapabilities(let message): return "\(path): capability file: \(message)"
         case .other(let message): return "\(path): \(message)"
         }
     }

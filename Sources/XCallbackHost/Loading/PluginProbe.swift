@@ -1,5 +1,6 @@
 import CHostSupport
 import Logging
+import XCallbackSandbox
 import XCallbackRouting
 
 #if canImport(Glibc)
@@ -24,7 +25,10 @@ public enum PluginProbe {
     /// `xcallback check` or a rescan.
     public static let timeLimit: Int32 = 10
 
+    /// With `sandboxing`, the child enters the sandbox a worker for the
+    /// file would, before its constructors run.
     public static func probe(_ path: String, executable: String, allowInsecure: Bool,
+                             sandboxing: WorkerSandboxing? = nil,
                              timeLimit: Int32 = PluginProbe.timeLimit) -> PluginStatus {
         // The child loads the very file checked here.
         let file: PluginFile
@@ -34,12 +38,19 @@ public enum PluginProbe {
             return PluginStatus(path: path, info: nil, routes: [], error: error)
         }
         defer { file.close() }
+        let plan: SandboxPlan?
+        do {
+            plan = try sandboxing?.plan(forPluginAt: path, security: FileSecurity(allowInsecure: allowInsecure))
+        } catch {
+            return PluginStatus(path: path, info: nil, routes: [], error: error)
+        }
         var output: [Int32] = [0, 0]
         guard xcallback_pipe_cloexec(&output) == 0 else {
             return failed(path, .other("pipe: \(String(cString: strerror(errno)))"))
         }
         let arguments: [UnsafeMutablePointer<CChar>?] = [strdup(executable), strdup(subcommand), strdup(path)]
-            + (allowInsecure ? [strdup(WorkerMain.allowInsecureFlag)] : []) + [nil]
+            + (allowInsecure ? [strdup(WorkerMain.allowInsecureFlag)] : [])
+            + (plan.map { [strdup(WorkerMain.sandboxOption), strdup($0.encoded)] } ?? []) + [nil]
         defer { arguments.forEach { free($0) } }
         var pid = pid_t()
         let library = ChildDescriptors.Placement(descriptor: file.descriptor, number: WorkerMain.libraryDescriptor)
@@ -55,8 +66,8 @@ public enum PluginProbe {
         }
         let text = readAll(output[0], deadline: MonotonicClock.now + UInt64(timeLimit) * 1_000_000_000)
         close(output[0])
+        kill(-pid, SIGKILL)  // anything its constructors started
         guard let text else {
-            kill(pid, SIGKILL)
             _ = WorkerExit.wait(for: pid)
             return failed(path, .other("did not finish loading within \(timeLimit) s (a constructor or registration that never returns?)"))
         }
@@ -67,12 +78,19 @@ public enum PluginProbe {
     }
 
     /// The child's side: load, report, exit.
-    public static func runChild(path: String, allowInsecure: Bool, logger: Logger) -> Int32 {
+    public static func runChild(path: String, allowInsecure: Bool, sandbox: SandboxPlan?, logger: Logger) -> Int32 {
         // Anything the plug-in prints must not be mistaken for the report.
         let report = dup(1)
         dup2(2, 1)
         var lines: [String] = []
-        do {
+        do throws(PluginLoadError) {
+            if let sandbox {
+                do {
+                    _ = try WorkerSandbox.enter(sandbox, report: nil, readable: WorkerMain.loadFolders(path))
+                } catch {
+                    throw PluginLoadError(path: path, reason: .other("cannot enter the sandbox: \(error)"))
+                }
+            }
             let plugin = try PluginLoader(logger: logger, security: FileSecurity(allowInsecure: allowInsecure))
                 .load(path, from: WorkerMain.libraryDescriptor)
             let info = plugin.info

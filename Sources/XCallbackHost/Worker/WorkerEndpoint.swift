@@ -1,4 +1,5 @@
 import Logging
+import XCallbackSandbox
 
 #if canImport(Glibc)
 import Glibc
@@ -16,6 +17,7 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
     private let executable: String
     /// The checks every (re)started worker's file passes first.
     private let security: FileSecurity
+    private let sandboxing: WorkerSandboxing
     private let spawner: WorkerSpawner
     private let policy: RestartPolicy
     private let logger: Logger
@@ -35,6 +37,8 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
         var crashesInARow = 0
         var disabledReason: String?
         var stopped = false
+        /// Kinds of call the sandbox turned away that the log has told of.
+        var deniedLogged: DeniedCalls = []
         /// Quarantines in a row, when the last one began, and its number
         /// (so a cool-down ends only the quarantine it was set for).
         var quarantinesInARow = 0
@@ -46,10 +50,12 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
     /// looked up their route just before the swap.
     static let retireDelay: Duration = .milliseconds(200)
 
-    init(first worker: WorkerProcess, executable: String, security: FileSecurity, spawner: WorkerSpawner,
+    init(first worker: WorkerProcess, executable: String, security: FileSecurity, sandboxing: WorkerSandboxing,
+         spawner: WorkerSpawner,
          policy: RestartPolicy, logger: Logger) {
         self.spawner = spawner
         self.security = security
+        self.sandboxing = sandboxing
         self.pluginName = worker.ready.info.name
         self.path = worker.ready.info.path
         self.routes = worker.ready.routes
@@ -120,15 +126,29 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
     private func watch(_ worker: WorkerProcess) {
         worker.startReading(
             onHung: { [self] hung in replaceHung(hung) },
-            onExit: { [self] worker, exit, begun, unstarted in workerExited(worker, exit, begun, unstarted) })
+            onDenied: { [self] denied in logDenied(denied) },
+            onExit: { [self] worker, death, begun, unstarted in workerExited(worker, death, begun, unstarted) })
+    }
+
+    /// Logs each kind of call the sandbox turned away once per plug-in,
+    /// however many workers and requests try it again.
+    private func logDenied(_ denied: DeniedCalls) {
+        let new = state.withLock { state -> DeniedCalls in
+            let new = denied.subtracting(state.deniedLogged)
+            state.deniedLogged.formUnion(new)
+            return new
+        }
+        for (_, text) in new.explained {
+            logger.warning("plug-in '\(pluginName)' \(text)")
+        }
     }
 
     /// A worker ended. The requests it had begun die with it (never
     /// replayed); those it had not begun go to the next worker, in order.
-    private func workerExited(_ worker: WorkerProcess, _ exit: WorkerExit, _ owed: [HandlerCall],
+    private func workerExited(_ worker: WorkerProcess, _ death: WorkerDeath, _ owed: [HandlerCall],
                               _ unstarted: [WorkerProcess.Unstarted]) {
-        let message = "the worker of plug-in '\(pluginName)' \(exit) while the request was in flight"
-        for call in owed { call.deliver(.outcome(HostError.crashed(message))) }
+        let outcome = death.outcome(plugin: pluginName)
+        for call in owed { call.deliver(.outcome(outcome)) }
         let now = MonotonicClock.now
         enum Next { case nothing, restart(Duration), giveUp, quarantine(Duration, number: Int) }
         let next = state.withLock { state -> Next in
@@ -162,7 +182,7 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
             // Its successor (or the reason there is none) takes them.
             for item in unstarted { invoke(handler: item.handler, request: item.request, call: item.call) }
         case .restart(let delay):
-            logger.warning("worker of plug-in '\(pluginName)' \(exit); restarting in \(delay)")
+            logger.warning("worker of plug-in '\(pluginName)' \(death.description); restarting in \(delay)")
             scheduleStart(after: delay)
         case .giveUp:
             failWaiting()
@@ -221,7 +241,8 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
             guard needed else { return }
             let worker: WorkerProcess
             do {
-                worker = try WorkerProcess.start(executable: executable, pluginPath: path, security: security)
+                worker = try WorkerProcess.start(executable: executable, pluginPath: path, security: security,
+                                                    sandboxing: sandboxing)
             } catch {
                 disable("plug-in '\(pluginName)' could not be restarted: \(error)")
                 return

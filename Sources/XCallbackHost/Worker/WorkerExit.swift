@@ -28,6 +28,12 @@ struct WorkerExit: Sendable, Equatable, CustomStringConvertible {
             while poll(&event, 1, grace) < 0 && errno == EINTR {}
             close(exitEvent)
         }
+        // Whatever the plug-in started is still in the worker's process
+        // group (its sandbox refuses setsid and setpgid), and the group
+        // outlives its leader only until the leader is reaped: end them all
+        // now, so nothing a plug-in forked outlives its worker or holds the
+        // host's pipes.
+        kill(-pid, SIGKILL)
         var status: Int32 = 0
         if waitpid(pid, &status, WNOHANG) == pid { return WorkerExit(status: status) }
         kill(pid, SIGKILL)

@@ -1,5 +1,6 @@
 import CHostSupport
 import Logging
+import XCallbackSandbox
 import Synchronization
 
 #if canImport(Glibc)
@@ -21,8 +22,11 @@ public enum WorkerMain {
     /// The flag the host adds when the operator passed `--allow-insecure-plugins`
     /// (it relaxes the checks of a manifest's library, which the worker opens).
     public static let allowInsecureFlag = "--allow-insecure-plugins"
+    /// The option the host passes the worker's `SandboxPlan` in.
+    public static let sandboxOption = "--sandbox"
 
-    public static func run(pluginPath: String, parent: pid_t, allowInsecure: Bool, logger: Logger) -> Int32 {
+    public static func run(pluginPath: String, parent: pid_t, allowInsecure: Bool, sandbox: SandboxPlan?,
+                           logger: Logger) -> Int32 {
         // Die with the host, even one killed with SIGKILL; and if it died
         // before this line ran, leave now.
         _ = xcallback_set_parent_death_signal(SIGKILL)
@@ -42,6 +46,21 @@ public enum WorkerMain {
         // be made), answers batch in private memory as before.
         let progress = WorkerProgress.inherited()
         close(WorkerProgress.workerDescriptor)
+        // The sandbox goes up before the plug-in's code first runs: dlopen
+        // runs its constructors, so one entered after loading would come too
+        // late for a plug-in that does its harm there. It must also come
+        // before any thread starts, for Landlock binds only the thread that
+        // enters it and the ones that thread starts afterwards.
+        var sandboxError: SandboxError?
+        if let sandbox {
+            do {
+                let layers = try WorkerSandbox.enter(sandbox, report: progress?.sandboxReport,
+                                                     readable: loadFolders(pluginPath))
+                logger.debug("worker \(getpid()): sandbox \(layers.joined(separator: ", ")); \(sandbox.capabilities.summary)")
+            } catch {
+                sandboxError = error
+            }
+        }
         let writer: any FrameOutput & Sendable = progress.map { WorkerOutbox(page: $0, descriptor: socket) { _exit(0) } }
             ?? BufferedWriter(descriptor: socket) { _exit(0) }
         let send: @Sendable (WorkerFrame) -> Void = { frame in writer.append { frame.encode(into: &$0) } }
@@ -51,6 +70,11 @@ public enum WorkerMain {
             send(.loadFailed(message: "worker speaks protocol \(WorkerFrame.protocolVersion), host \(version)"))
             writer.flush()
             return 2
+        }
+        if let sandboxError {
+            send(.loadFailed(message: "\(PrintableText.escaping(pluginPath)): cannot enter the sandbox: \(sandboxError)"))
+            writer.flush()
+            return 0
         }
         let plugin: LoadedPlugin
         do {
@@ -95,6 +119,27 @@ public enum WorkerMain {
         loop.waitUntilInputEnds()
         // The host went away (or closed the socket): nothing left to answer.
         _exit(0)
+    }
+
+    /// Folders the plug-in is loaded from beyond the one its path names:
+    /// the folder of the file it really is (its path may be a symlink), and
+    /// for a binding manifest, its library's.
+    static func loadFolders(_ pluginPath: String, descriptor: Int32 = libraryDescriptor) -> [String] {
+        var files: [String] = []
+        if let real = FileSecurity.realPath(of: descriptor) { files.append(real) }
+        if pluginPath.hasSuffix(BindingManifest.suffix),
+           let text = try? PluginFile.inherited(descriptor, path: pluginPath)
+               .readText(limit: PluginLoader.maxManifestBytes, refuse: { .badManifest($0) }),
+           let manifest = try? BindingManifest(parsing: text), manifest.library.contains("/") {
+            let library = PluginLoader.resolve(manifest.library, besides: pluginPath)
+            files.append(library)
+            var resolved = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+            if realpath(library, &resolved) != nil { files.append(String(cString: resolved)) }
+        }
+        return files.map { file in
+            guard let slash = file.lastIndex(of: "/") else { return "." }
+            return slash == file.startIndex ? "/" : String(file[..<slash])
+        }
     }
 
     private static func run(id: UInt64, handler: Int, fields: RequestFields, on endpoint: InProcessEndpoint,

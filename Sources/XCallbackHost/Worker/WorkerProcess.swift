@@ -1,4 +1,5 @@
 import Logging
+import XCallbackSandbox
 
 #if canImport(Glibc)
 import Glibc
@@ -15,6 +16,8 @@ final class WorkerProcess: Sendable {
     /// Which requests the worker began; nil if the page could not be made
     /// (then every request in flight at a crash counts as begun).
     private let progress: WorkerProgress?
+    /// The sandbox it entered (nil: `--sandbox off`).
+    private let sandbox: SandboxPlan?
     private let writer: BufferedWriter
     private let reader: UncheckedFrameReader
     private let state = Lock(State())
@@ -36,6 +39,9 @@ final class WorkerProcess: Sendable {
         /// No new requests; stop once the in-flight ones are answered.
         var retiring = false
         var onHung: (@Sendable (WorkerProcess) -> Void)?
+        var onDenied: (@Sendable (DeniedCalls) -> Void)?
+        /// The denied calls already reported.
+        var denied: DeniedCalls = []
     }
 
     private struct InFlight {
@@ -59,10 +65,12 @@ final class WorkerProcess: Sendable {
         var description: String { message }
     }
 
-    private init(pid: pid_t, socket: Int32, progress: WorkerProgress?, reader: FrameReader, ready: Ready) {
+    private init(pid: pid_t, socket: Int32, progress: WorkerProgress?, sandbox: SandboxPlan?, reader: FrameReader,
+                 ready: Ready) {
         self.pid = pid
         self.socket = socket
         self.progress = progress
+        self.sandbox = sandbox
         self.reader = UncheckedFrameReader(reader)
         self.ready = ready
         self.writer = BufferedWriter(descriptor: socket)
@@ -70,7 +78,7 @@ final class WorkerProcess: Sendable {
 
     /// Starts `executable __worker PATH`, waits for its handshake (up to
     /// `handshakeTimeout` seconds), and returns it ready for requests.
-    static func start(executable: String, pluginPath: String, security: FileSecurity,
+    static func start(executable: String, pluginPath: String, security: FileSecurity, sandboxing: WorkerSandboxing,
                       handshakeTimeout: Int32 = 10) throws(StartError) -> WorkerProcess {
         // Opened and checked here, for every start and restart: the worker
         // loads this descriptor, so a file swapped since the last check can
@@ -82,6 +90,14 @@ final class WorkerProcess: Sendable {
             throw StartError(message: error.description)
         }
         defer { file.close() }
+        // Read again for every start, like the file: the declaration and
+        // the grants in force now are the ones this worker gets.
+        let plan: SandboxPlan?
+        do {
+            plan = try sandboxing.plan(forPluginAt: pluginPath, security: security)
+        } catch {
+            throw StartError(message: error.description)
+        }
         var ends: [Int32] = [0, 0]
         guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else {
             throw StartError(message: "socketpair: \(String(cString: strerror(errno)))")
@@ -98,7 +114,8 @@ final class WorkerProcess: Sendable {
         let arguments: [UnsafeMutablePointer<CChar>?] = [
             strdup(executable), strdup(WorkerMain.subcommand), strdup(pluginPath),
             strdup("--parent"), strdup(String(getpid())),
-        ] + (security.allowInsecure ? [strdup(WorkerMain.allowInsecureFlag)] : []) + [nil]
+        ] + (security.allowInsecure ? [strdup(WorkerMain.allowInsecureFlag)] : [])
+            + (plan.map { [strdup(WorkerMain.sandboxOption), strdup($0.encoded)] } ?? []) + [nil]
         defer { arguments.forEach { free($0) } }
         // The worker must not inherit the host's blocked signal mask.
         var pid = pid_t()
@@ -124,14 +141,15 @@ final class WorkerProcess: Sendable {
         case .frame(.ready(let version, let info, let routes)) where version == WorkerFrame.protocolVersion:
             let pluginInfo = PluginInfo(path: pluginPath, name: info.name, version: info.version, summary: info.summary,
                                         abiMajor: Int(info.abiMajor), abiMinor: Int(info.abiMinor))
-            return WorkerProcess(pid: pid, socket: host, progress: shared?.progress, reader: reader,
+            return WorkerProcess(pid: pid, socket: host, progress: shared?.progress, sandbox: plan, reader: reader,
                                  ready: Ready(info: pluginInfo, routes: routes))
         case .frame(.loadFailed(let message)):
             close(host)
+            kill(-pid, SIGKILL)  // anything its constructors started
             _ = WorkerExit.wait(for: pid)
             throw StartError(message: message)
         default:
-            kill(pid, SIGKILL)
+            kill(-pid, SIGKILL)
             close(host)
             let exit = WorkerExit.wait(for: pid)
             throw StartError(message: "\(pluginPath): the worker \(exit) before it was ready")
@@ -141,9 +159,15 @@ final class WorkerProcess: Sendable {
     /// Reads answers until the worker ends, then reports the requests it
     /// still owed: those it had begun (never replayed: they become
     /// `PluginCrashed`), and those it never began, for the next worker.
+    /// `onDenied` hears of each kind of call the sandbox turned away, the
+    /// first time this worker tries it.
     func startReading(onHung: @escaping @Sendable (WorkerProcess) -> Void,
-                      onExit: @escaping @Sendable (WorkerProcess, WorkerExit, _ begun: [HandlerCall], _ unstarted: [Unstarted]) -> Void) {
-        state.withLock { $0.onHung = onHung }
+                      onDenied: @escaping @Sendable (DeniedCalls) -> Void,
+                      onExit: @escaping @Sendable (WorkerProcess, WorkerDeath, _ begun: [HandlerCall], _ unstarted: [Unstarted]) -> Void) {
+        state.withLock {
+            $0.onHung = onHung
+            $0.onDenied = onDenied
+        }
         Threads.detach { [self] in
             loop: while true {
                 switch reader.reader.next(beforeBlocking: {}) {
@@ -175,9 +199,10 @@ final class WorkerProcess: Sendable {
                 }
                 return (begun, unstarted.sorted { $0.id < $1.id }.map(\.item))
             }
+            noteDeniedCalls()
             ended.withLock { $0 = true }
             ended.broadcast()
-            onExit(self, exit, begun, unstarted)
+            onExit(self, WorkerDeath(exit: exit, progress: progress, sandbox: sandbox), begun, unstarted)
         }
     }
 
@@ -191,12 +216,26 @@ final class WorkerProcess: Sendable {
                 return state.calls.removeValue(forKey: id)?.call
             }
             call?.deliver(result)
+            noteDeniedCalls()
             retireIfDrained()
         case .returned(let id):
             state.withLock { $0.calls[id]?.returned = true }
         default:
             break
         }
+    }
+
+    /// Reports kinds of denied call not reported before (one load of a
+    /// shared word per answer when nothing is new).
+    private func noteDeniedCalls() {
+        guard let progress else { return }
+        let denied = progress.denied
+        let (new, report) = state.withLock { state -> (DeniedCalls, (@Sendable (DeniedCalls) -> Void)?) in
+            let new = denied.subtracting(state.denied)
+            state.denied.formUnion(new)
+            return (new, state.onDenied)
+        }
+        if !new.isEmpty { report?(new) }
     }
 
     /// Whether any request got its result from this worker: a worker that

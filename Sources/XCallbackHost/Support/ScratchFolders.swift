@@ -1,0 +1,61 @@
+import CHostSupport
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// One private, writable folder per sandboxed plug-in (its workers' current
+/// folder and `TMPDIR`), under one folder the host makes at first need and
+/// removes when it stops.
+final class ScratchFolders: Sendable {
+    private struct State {
+        var root: String?
+        var folders: [String: String] = [:]
+    }
+    private let state = Lock(State())
+
+    /// The folder for the plug-in file at `pluginPath`, made (mode 0700) if new.
+    func folder(for pluginPath: String, named name: String) throws(PluginLoadError) -> String {
+        try state.withLock { state -> Result<String, PluginLoadError> in
+            if let folder = state.folders[pluginPath] { return .success(folder) }
+            let root: String
+            if let made = state.root {
+                root = made
+            } else {
+                switch Self.makeRoot(for: pluginPath) {
+                case .success(let made): root = made
+                case .failure(let error): return .failure(error)
+                }
+            }
+            state.root = root
+            // The plug-in's file name, made unique: two folders may hold files of the same name.
+            let folder = "\(root)/\(name.isEmpty ? "plugin" : name)-\(state.folders.count + 1)"
+            guard mkdir(folder, 0o700) == 0 || errno == EEXIST else {
+                return .failure(PluginLoadError(path: pluginPath, reason: .other("cannot make its scratch folder \(folder): \(String(cString: strerror(errno)))")))
+            }
+            state.folders[pluginPath] = folder
+            return .success(folder)
+        }.get()
+    }
+
+    private static func makeRoot(for pluginPath: String) -> Result<String, PluginLoadError> {
+        let base = getenv("TMPDIR").map { String(cString: $0) }.flatMap { $0.hasPrefix("/") ? $0 : nil } ?? "/tmp"
+        var template = Array("\(base)/xcallback-scratch-XXXXXX".utf8CString)
+        guard mkdtemp(&template) != nil else {
+            return .failure(PluginLoadError(path: pluginPath, reason: .other("cannot make a scratch folder in \(base): \(String(cString: strerror(errno)))")))
+        }
+        return .success(String(cString: template))
+    }
+
+    /// Removes every folder and what plug-ins left in them.
+    func removeAll() {
+        guard let root = state.withLock({ state -> String? in
+            defer { state = State() }
+            return state.root
+        }) else { return }
+        // Never following a symlink a plug-in planted.
+        _ = xcallback_remove_tree(root)
+    }
+}

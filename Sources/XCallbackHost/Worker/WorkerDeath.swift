@@ -1,0 +1,54 @@
+import XCallbackSandbox
+import XCallbackURL
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Why a worker died, as the requests it had begun are told: a crash, the
+/// sandbox ending it for a forbidden system call, or its memory ceiling.
+/// Each has its own error code, so a user can tell a plug-in's bug from a
+/// plug-in reaching for something it was not given.
+enum WorkerDeath: Equatable {
+    case crashed(WorkerExit)
+    /// The system call's name, or nil when its handler could not record it.
+    case sandboxViolation(call: String?, WorkerExit)
+    case memoryLimit(ceilingMiB: Int, WorkerExit)
+
+    /// Reads the sandbox's report from the page the dead worker shared.
+    init(exit: WorkerExit, progress: WorkerProgress?, sandbox: SandboxPlan?) {
+        if let number = progress?.violation {
+            self = .sandboxViolation(call: SystemCallName.of(number), exit)
+        } else if sandbox != nil, exit.signal == SIGSYS {
+            self = .sandboxViolation(call: nil, exit)
+        } else if let sandbox, progress?.diedAtMemoryCeiling == true {
+            self = .memoryLimit(ceilingMiB: sandbox.capabilities.memoryMiB, exit)
+        } else {
+            self = .crashed(exit)
+        }
+    }
+
+    /// What the worker did, completing "the worker of plug-in 'x' …".
+    var description: String {
+        switch self {
+        case .crashed(let exit):
+            return "\(exit)"
+        case .sandboxViolation(let call, _):
+            return "was ended by its sandbox for a forbidden system call (\(call ?? "not recorded"))"
+        case .memoryLimit(let ceiling, let exit):
+            return "reached its memory ceiling of \(ceiling) MiB and \(exit) (grant more with the 'memory' capability)"
+        }
+    }
+
+    /// The outcome of a request the worker had begun.
+    func outcome(plugin: String) -> Outcome {
+        let message = "the worker of plug-in '\(plugin)' \(description) while the request was in flight"
+        switch self {
+        case .crashed: return HostError.crashed(message)
+        case .sandboxViolation: return HostError.sandboxViolation(message)
+        case .memoryLimit: return HostError.memoryLimit(message)
+        }
+    }
+}

@@ -1,0 +1,73 @@
+import XCallbackSandbox
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The host's side of the worker sandbox: reads what each plug-in declares
+/// (`NAME.caps.toml` beside its file, checked like the file itself), narrows
+/// it by the operator's grants, and plans the sandbox its workers enter.
+public final class WorkerSandboxing: Sendable {
+    public let mode: SandboxMode
+    public let policy: SandboxPolicy
+    public let kernel: KernelSupport
+    private let scratch = ScratchFolders()
+
+    /// A declaration is a few lines; anything bigger is a mistake.
+    static let maxDeclarationBytes = 64 * 1024
+
+    public init(mode: SandboxMode, policy: SandboxPolicy = SandboxPolicy(), kernel: KernelSupport = .probe()) {
+        self.mode = mode
+        self.policy = policy
+        self.kernel = kernel
+    }
+
+    /// What the plug-in at `path` declares, or nil when it has no sidecar.
+    public static func declared(forPluginAt path: String, security: FileSecurity) throws(PluginLoadError) -> Capabilities? {
+        let sidecar = CapabilityDeclaration.sidecarPath(for: path)
+        var info = stat()
+        guard lstat(sidecar, &info) == 0 else { return nil }
+        let file = try PluginFile.open(sidecar, security: security)
+        defer { file.close() }
+        let text = try file.readText(limit: maxDeclarationBytes) { .badCapabilities($0) }
+        do {
+            return try CapabilityDeclaration.parse(text, file: sidecar)
+        } catch {
+            throw PluginLoadError(path: path, reason: .badCapabilities(error.description))
+        }
+    }
+
+    /// What the plug-in at `path` may do: its declaration (or the defaults)
+    /// narrowed by the operator's grants.
+    public func effective(forPluginAt path: String, security: FileSecurity) throws(PluginLoadError) -> Capabilities {
+        let declared = try Self.declared(forPluginAt: path, security: security) ?? .default
+        return declared.narrowed(by: policy.ceiling(forPluginAt: path))
+    }
+
+    /// The plan a worker for `path` gets; nil with `--sandbox off`.
+    func plan(forPluginAt path: String, security: FileSecurity) throws(PluginLoadError) -> SandboxPlan? {
+        guard mode != .off else { return nil }
+        let capabilities = try effective(forPluginAt: path, security: security)
+        let folder = try scratch.folder(for: path, named: CapabilityDeclaration.baseName(of: path))
+        return SandboxPlan(capabilities: capabilities, scratch: folder, pluginPath: path, strict: mode == .strict)
+    }
+
+    /// One line for `check` and `plugins`: the sandbox the plug-in's
+    /// workers get, or why they get none.
+    public func describe(forPluginAt path: String, security: FileSecurity, isolation: Isolation) -> String {
+        if isolation == .none { return "none (--isolation none runs plug-ins inside the host)" }
+        if mode == .off { return "off (--sandbox off)" }
+        do {
+            let capabilities = try effective(forPluginAt: path, security: security)
+            let layers = kernel.missing.map { "; without \($0)" } ?? ""
+            return capabilities.summary + layers
+        } catch {
+            return "refused: \(error.reasonText)"
+        }
+    }
+
+    /// Removes the plug-ins' scratch folders (their workers have exited).
+    public func removeScratchFolders() { scratch.removeAll() }
+}

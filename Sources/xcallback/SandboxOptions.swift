@@ -1,0 +1,39 @@
+import ArgumentParser
+import XCallbackHost
+
+/// The sandbox options `run`, `check` and `plugins` share: the two listings
+/// show the sandbox `run` would give each plug-in.
+struct SandboxOptions: ParsableArguments {
+    @Option(name: .customLong("sandbox"), help: "The workers' sandbox: auto (every layer the kernel offers; one warning for any it lacks), strict (refuse to start without Landlock and seccomp) or off.")
+    var mode: SandboxArgument = .auto
+
+    @Option(name: .customLong("sandbox-config"), help: ArgumentHelp("The operator's capability grants per plug-in file (TOML; see docs/security.md).", valueName: "file"))
+    var config: String?
+
+    /// The operator's grants, or an exit naming the file and the problem.
+    func policy() throws -> SandboxPolicy {
+        guard let path = config else { return SandboxPolicy() }
+        let bytes: [UInt8]?
+        do {
+            bytes = try TextFile.read(path)
+        } catch {
+            throw Failure.exit("--sandbox-config: \(error)")
+        }
+        guard let bytes else { throw Failure.exit("--sandbox-config: \(path): no such file") }
+        do {
+            return try SandboxPolicy(parsing: String(decoding: bytes, as: UTF8.self), file: path)
+        } catch {
+            throw Failure.exit("--sandbox-config: \(error.description)")
+        }
+    }
+
+    /// The host side of the sandbox, as `run` would set it up.
+    func sandboxing() throws -> WorkerSandboxing {
+        WorkerSandboxing(mode: mode.value, policy: try policy())
+    }
+}
+
+enum SandboxArgument: String, ExpressibleByArgument, CaseIterable {
+    case auto, strict, off
+    var value: SandboxMode { SandboxMode(rawValue: rawValue)! }
+}
