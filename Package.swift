@@ -86,6 +86,7 @@ let package = Package(
             name: "XCallbackHostTests",
             dependencies: ["XCallbackHost", "XCallbackURL", "CXCallback"]
         ),
+        .testTarget(name: "XCallbackSandboxTests", dependencies: ["XCallbackSandbox"]),
         .testTarget(name: "EndToEndTests", dependencies: ["xcallback"]),
         .testTarget(
             name: "FFITests",

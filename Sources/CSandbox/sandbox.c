@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -78,41 +79,12 @@ int xcallback_seccomp_available(void) {
     return prctl(PR_GET_SECCOMP) >= 0 && seccomp_api_get() >= 1;
 }
 
-/* --- Reporting: the handlers and where they write ------------------------ */
+/* --- Reporting: the memory-ceiling handler ------------------------------- */
 
 /* ABI-forced state: a signal handler can reach nothing else. Set once,
  * before the filter is loaded and before any plug-in code runs. */
-static uint64_t *report_violation;
-static uint64_t *report_denied;
 static uint64_t *report_memory;
 static uint64_t memory_ceiling_bytes;
-
-/* Calls the filter turns away with an errno, emulated by the SIGSYS
- * handler so the host can learn which were tried. */
-struct soft_denial {
-    long number;
-    int error;
-    uint64_t bit;
-};
-static struct soft_denial soft_denials[16];
-static int soft_denial_count;
-
-static void add_soft_denial(long number, int error, uint64_t bit) {
-    if (soft_denial_count < (int)(sizeof soft_denials / sizeof soft_denials[0])) {
-        soft_denials[soft_denial_count++] = (struct soft_denial){number, error, bit};
-    }
-}
-
-static void set_syscall_result(void *context, long value) {
-    ucontext_t *uc = context;
-#if defined(__x86_64__)
-    uc->uc_mcontext.gregs[REG_RAX] = value;
-#elif defined(__aarch64__)
-    uc->uc_mcontext.regs[0] = (unsigned long long)value;
-#else
-#error "xcallback's sandbox knows how to return from a trapped system call on x86_64 and aarch64 only"
-#endif
-}
 
 static void die_of(int signal_number) {
     struct sigaction action;
@@ -125,21 +97,6 @@ static void die_of(int signal_number) {
     sigprocmask(SIG_UNBLOCK, &set, NULL);
     raise(signal_number);
     _exit(128 + signal_number);
-}
-
-static void on_sigsys(int signal_number, siginfo_t *info, void *context) {
-    (void)signal_number;
-    int saved = errno;
-    for (int i = 0; i < soft_denial_count; i++) {
-        if (soft_denials[i].number == info->si_syscall) {
-            if (report_denied) __atomic_fetch_or(report_denied, soft_denials[i].bit, __ATOMIC_RELEASE);
-            set_syscall_result(context, -soft_denials[i].error);
-            errno = saved;
-            return;
-        }
-    }
-    if (report_violation) __atomic_store_n(report_violation, (uint64_t)info->si_syscall + 1, __ATOMIC_RELEASE);
-    die_of(SIGSYS);
 }
 
 /* Reads the data-segment size (pages) from /proc/self/statm (the sandbox
@@ -174,9 +131,7 @@ static void on_fatal_signal(int signal_number, siginfo_t *info, void *context) {
     die_of(signal_number);
 }
 
-int xcallback_sandbox_report_to(uint64_t *violation, uint64_t *denied, uint64_t *memory, uint64_t memory_ceiling) {
-    report_violation = violation;
-    report_denied = denied;
+int xcallback_sandbox_report_to(uint64_t *memory, uint64_t memory_ceiling) {
     report_memory = memory;
     memory_ceiling_bytes = memory_ceiling;
 
@@ -189,8 +144,6 @@ int xcallback_sandbox_report_to(uint64_t *violation, uint64_t *denied, uint64_t 
     memset(&action, 0, sizeof action);
     sigemptyset(&action.sa_mask);
     action.sa_flags = SA_SIGINFO | SA_ONSTACK;
-    action.sa_sigaction = on_sigsys;
-    if (sigaction(SIGSYS, &action, NULL) != 0) return -1;
     action.sa_sigaction = on_fatal_signal;
     const int fatal[] = {SIGSEGV, SIGBUS, SIGABRT, SIGILL, SIGTRAP, SIGFPE};
     for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++) {
@@ -213,7 +166,7 @@ static const char *const fatal_calls[] = {
     "delete_module", "reboot", "swapon", "swapoff", "acct", "quotactl", "quotactl_fd",
     "settimeofday", "clock_settime", "clock_adjtime", "sethostname", "setdomainname",
     "iopl", "ioperm", "add_key", "request_key", "keyctl", "setns", "unshare",
-    "open_by_handle_at", "lookup_dcookie", "vhangup", "nfsservctl",
+    "open_by_handle_at", "lookup_dcookie", "vhangup", "nfsservctl", "pidfd_send_signal",
 };
 
 /* Calls refused quietly: glibc falls back from clone3 to clone (which the
@@ -223,6 +176,32 @@ static const char *const quiet_enosys_calls[] = {
     "clone3", "io_uring_setup", "io_uring_enter", "io_uring_register",
 };
 
+/* Calls that are merely not granted: they fail with an errno the plug-in
+ * can handle. Shared by the worker (which filters them) and the host's
+ * supervisor (which answers them and logs each kind once). */
+struct soft_denial {
+    const char *name;
+    int error;
+    uint64_t kind;
+};
+static const struct soft_denial soft_denials[] = {
+    {"socket", EACCES, XCALLBACK_DENIED_SOCKET},
+    {"execve", EACCES, XCALLBACK_DENIED_EXEC},
+    {"execveat", EACCES, XCALLBACK_DENIED_EXEC},
+    {"fork", EAGAIN, XCALLBACK_DENIED_FORK},
+    {"vfork", EAGAIN, XCALLBACK_DENIED_FORK},
+    {"clone", EAGAIN, XCALLBACK_DENIED_FORK},
+    {"setsid", EPERM, XCALLBACK_DENIED_SESSION},
+    {"setpgid", EPERM, XCALLBACK_DENIED_SESSION},
+};
+
+static const struct soft_denial *soft_denial_for(int number) {
+    for (size_t i = 0; i < sizeof soft_denials / sizeof soft_denials[0]; i++) {
+        if (seccomp_syscall_resolve_name(soft_denials[i].name) == number) return &soft_denials[i];
+    }
+    return NULL;
+}
+
 static int rule(scmp_filter_ctx filter, uint32_t action, const char *name, unsigned count,
                 struct scmp_arg_cmp first) {
     int number = seccomp_syscall_resolve_name(name);
@@ -230,35 +209,64 @@ static int rule(scmp_filter_ctx filter, uint32_t action, const char *name, unsig
     return count ? seccomp_rule_add(filter, action, number, 1, first) : seccomp_rule_add(filter, action, number, 0);
 }
 
-static int soft(scmp_filter_ctx filter, const char *name, int error, uint64_t bit, unsigned count,
-                struct scmp_arg_cmp first) {
-    int number = seccomp_syscall_resolve_name(name);
-    if (number == __NR_SCMP_ERROR) return 0;
-    add_soft_denial(number, error, bit);
-    return rule(filter, SCMP_ACT_TRAP, name, count, first);
+static int soft(scmp_filter_ctx filter, int supervised, const char *name, unsigned count, struct scmp_arg_cmp first) {
+    const struct soft_denial *denial = NULL;
+    for (size_t i = 0; i < sizeof soft_denials / sizeof soft_denials[0]; i++) {
+        if (strcmp(soft_denials[i].name, name) == 0) denial = &soft_denials[i];
+    }
+    uint32_t action = supervised ? SCMP_ACT_NOTIFY : SCMP_ACT_ERRNO((uint32_t)denial->error);
+    return rule(filter, action, name, count, first);
 }
 
-int xcallback_seccomp_load(const xcallback_seccomp_grant *grant) {
+/* Hands the listener to the host over `channel` (SCM_RIGHTS). */
+static int send_descriptor(int channel, int descriptor) {
+    char byte = 'L';
+    struct iovec data = {&byte, 1};
+    union {
+        char buffer[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } control;
+    memset(&control, 0, sizeof control);
+    struct msghdr message = {.msg_iov = &data, .msg_iovlen = 1,
+                             .msg_control = control.buffer, .msg_controllen = sizeof control.buffer};
+    struct cmsghdr *header = CMSG_FIRSTHDR(&message);
+    header->cmsg_level = SOL_SOCKET;
+    header->cmsg_type = SCM_RIGHTS;
+    header->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(header), &descriptor, sizeof(int));
+    ssize_t sent;
+    do sent = sendmsg(channel, &message, MSG_NOSIGNAL);
+    while (sent < 0 && errno == EINTR);
+    return sent == 1 ? 0 : -1;
+}
+
+int xcallback_seccomp_load(const xcallback_seccomp_grant *grant, int supervisor) {
+    /* With a supervisor (the host, at the other end of `supervisor`), a
+     * denied or dangerous call waits in the kernel while the host answers
+     * it: nothing the plug-in does to its own signals or memory can hide
+     * the call from the host or change the answer. Without one (the probe
+     * of `check`), the kernel answers alone. */
+    int supervised = supervisor >= 0 && seccomp_api_get() >= 6;
+    uint32_t fatal = supervised ? SCMP_ACT_NOTIFY : SCMP_ACT_KILL_PROCESS;
     scmp_filter_ctx filter = seccomp_init(SCMP_ACT_ALLOW);
     if (filter == NULL) return -ENOMEM;
     int result = 0;
     const struct scmp_arg_cmp none = {0};
-    /* Threads the runtime starts later are filtered too (the filter is
-     * inherited), and any that exist now are synchronised. */
+    /* Threads already running are filtered too. */
     result |= seccomp_attr_set(filter, SCMP_FLTATR_CTL_TSYNC, 1);
     /* A call made through another architecture's entry (int 0x80 on
      * x86_64) would dodge every rule below. */
     result |= seccomp_attr_set(filter, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
 
     for (size_t i = 0; i < sizeof fatal_calls / sizeof fatal_calls[0]; i++) {
-        result |= rule(filter, SCMP_ACT_TRAP, fatal_calls[i], 0, none);
+        result |= rule(filter, fatal, fatal_calls[i], 0, none);
     }
     for (size_t i = 0; i < sizeof quiet_enosys_calls / sizeof quiet_enosys_calls[0]; i++) {
         result |= rule(filter, SCMP_ACT_ERRNO(ENOSYS), quiet_enosys_calls[i], 0, none);
     }
     /* Typing into the host's terminal. */
-    result |= rule(filter, SCMP_ACT_TRAP, "ioctl", 1, SCMP_A1_64(SCMP_CMP_MASKED_EQ, 0xFFFFFFFFu, TIOCSTI));
-    result |= rule(filter, SCMP_ACT_TRAP, "ioctl", 1, SCMP_A1_64(SCMP_CMP_MASKED_EQ, 0xFFFFFFFFu, TIOCLINUX));
+    result |= rule(filter, fatal, "ioctl", 1, SCMP_A1_64(SCMP_CMP_MASKED_EQ, 0xFFFFFFFFu, TIOCSTI));
+    result |= rule(filter, fatal, "ioctl", 1, SCMP_A1_64(SCMP_CMP_MASKED_EQ, 0xFFFFFFFFu, TIOCLINUX));
 
     /* Signals. With no processes of its own, a worker may signal only
      * itself (raise, abort and pthread_kill use tgkill on their own pid).
@@ -267,39 +275,96 @@ int xcallback_seccomp_load(const xcallback_seccomp_grant *grant) {
     uint32_t own = (uint32_t)grant->own_pid;
     uint32_t parent = (uint32_t)getppid();
     if (!grant->processes) {
-        result |= rule(filter, SCMP_ACT_TRAP, "kill", 1, SCMP_A0_32(SCMP_CMP_NE, own));
+        result |= rule(filter, fatal, "kill", 1, SCMP_A0_32(SCMP_CMP_NE, own));
     } else {
-        result |= rule(filter, SCMP_ACT_TRAP, "kill", 1, SCMP_A0_32(SCMP_CMP_EQ, parent));
-        result |= rule(filter, SCMP_ACT_TRAP, "kill", 1, SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)-1));
+        result |= rule(filter, fatal, "kill", 1, SCMP_A0_32(SCMP_CMP_EQ, parent));
+        result |= rule(filter, fatal, "kill", 1, SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)-1));
     }
-    result |= rule(filter, SCMP_ACT_TRAP, "tgkill", 1, SCMP_A0_32(SCMP_CMP_NE, own));
-    result |= rule(filter, SCMP_ACT_TRAP, "rt_sigqueueinfo", 1, SCMP_A0_32(SCMP_CMP_NE, own));
-    result |= rule(filter, SCMP_ACT_TRAP, "rt_tgsigqueueinfo", 1, SCMP_A0_32(SCMP_CMP_NE, own));
-    result |= rule(filter, SCMP_ACT_TRAP, "pidfd_open", 1, SCMP_A0_32(SCMP_CMP_NE, own));
-    result |= rule(filter, SCMP_ACT_TRAP, "pidfd_send_signal", 0, none);
+    result |= rule(filter, fatal, "tgkill", 1, SCMP_A0_32(SCMP_CMP_NE, own));
+    result |= rule(filter, fatal, "rt_sigqueueinfo", 1, SCMP_A0_32(SCMP_CMP_NE, own));
+    result |= rule(filter, fatal, "rt_tgsigqueueinfo", 1, SCMP_A0_32(SCMP_CMP_NE, own));
+    result |= rule(filter, fatal, "pidfd_open", 1, SCMP_A0_32(SCMP_CMP_NE, own));
 
-    soft_denial_count = 0;
-    if (!grant->network) {
-        result |= soft(filter, "socket", EACCES, XCALLBACK_DENIED_SOCKET, 0, none);
-    }
+    if (!grant->network) result |= soft(filter, supervised, "socket", 0, none);
     if (!grant->exec) {
-        result |= soft(filter, "execve", EACCES, XCALLBACK_DENIED_EXEC, 0, none);
-        result |= soft(filter, "execveat", EACCES, XCALLBACK_DENIED_EXEC, 0, none);
+        result |= soft(filter, supervised, "execve", 0, none);
+        result |= soft(filter, supervised, "execveat", 0, none);
     }
     if (!grant->processes) {
-        result |= soft(filter, "fork", EAGAIN, XCALLBACK_DENIED_FORK, 0, none);
-        result |= soft(filter, "vfork", EAGAIN, XCALLBACK_DENIED_FORK, 0, none);
-        result |= soft(filter, "clone", EAGAIN, XCALLBACK_DENIED_FORK, 1,
-                       SCMP_A0_64(SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0));
+        result |= soft(filter, supervised, "fork", 0, none);
+        result |= soft(filter, supervised, "vfork", 0, none);
+        result |= soft(filter, supervised, "clone", 1, SCMP_A0_64(SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0));
     }
     /* Processes a plug-in starts stay in its worker's process group, which
      * the host kills when the worker ends. */
-    result |= soft(filter, "setsid", EPERM, XCALLBACK_DENIED_SESSION, 0, none);
-    result |= soft(filter, "setpgid", EPERM, XCALLBACK_DENIED_SESSION, 0, none);
+    result |= soft(filter, supervised, "setsid", 0, none);
+    result |= soft(filter, supervised, "setpgid", 0, none);
 
     if (result == 0) result = seccomp_load(filter);
+    if (result == 0 && supervised) {
+        int listener = seccomp_notify_fd(filter);
+        if (listener < 0 || send_descriptor(supervisor, listener) != 0) result = -EIO;
+        if (listener >= 0) close(listener);
+    }
     seccomp_release(filter);
     return result < 0 ? result : 0;
+}
+
+/* --- The host's side: the supervisor -------------------------------------- */
+
+int xcallback_seccomp_receive_listener(int channel) {
+    char byte;
+    struct iovec data = {&byte, 1};
+    union {
+        char buffer[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } control;
+    struct msghdr message = {.msg_iov = &data, .msg_iovlen = 1,
+                             .msg_control = control.buffer, .msg_controllen = sizeof control.buffer};
+    ssize_t received;
+    do received = recvmsg(channel, &message, MSG_CMSG_CLOEXEC);
+    while (received < 0 && errno == EINTR);
+    if (received != 1) return -1;
+    struct cmsghdr *header = CMSG_FIRSTHDR(&message);
+    if (header == NULL || header->cmsg_level != SOL_SOCKET || header->cmsg_type != SCM_RIGHTS) {
+        errno = EPROTO;
+        return -1;
+    }
+    int descriptor;
+    memcpy(&descriptor, CMSG_DATA(header), sizeof(int));
+    return descriptor;
+}
+
+int xcallback_seccomp_next_call(int listener, xcallback_supervised_call *call) {
+    struct seccomp_notif *request = NULL;
+    struct seccomp_notif_resp *response = NULL;
+    if (seccomp_notify_alloc(&request, &response) != 0) return -1;
+    int result = seccomp_notify_receive(listener, request);
+    if (result != 0) {
+        seccomp_notify_free(request, response);
+        errno = -result;
+        return -1;
+    }
+    const struct soft_denial *denial = soft_denial_for(request->data.nr);
+    call->number = request->data.nr;
+    call->pid = (int)request->pid;
+    call->denied_kind = denial ? denial->kind : 0;
+    call->id = request->id;
+    call->error = denial ? denial->error : EPERM;
+    seccomp_notify_free(request, response);
+    return 0;
+}
+
+int xcallback_seccomp_answer(int listener, const xcallback_supervised_call *call) {
+    struct seccomp_notif *request = NULL;
+    struct seccomp_notif_resp *response = NULL;
+    if (seccomp_notify_alloc(&request, &response) != 0) return -1;
+    memset(response, 0, sizeof *response);
+    response->id = call->id;
+    response->error = -call->error;
+    int result = seccomp_notify_respond(listener, response);
+    seccomp_notify_free(request, response);
+    return result;
 }
 
 /* --- Privileges ----------------------------------------------------------- */

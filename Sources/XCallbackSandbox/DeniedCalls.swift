@@ -7,7 +7,7 @@ import Musl
 #endif
 
 /// The kinds of call a worker's sandbox turned away with an errno (not
-/// fatal), as its SIGSYS handler records them for the host to log.
+/// fatal), as its supervisor reports them for the host to log.
 public struct DeniedCalls: OptionSet, Sendable, Hashable {
     public let rawValue: UInt64
     public init(rawValue: UInt64) { self.rawValue = rawValue }

@@ -12,18 +12,13 @@ public struct SandboxError: Error, CustomStringConvertible, Sendable {
     init(_ description: String) { self.description = description }
 }
 
-/// Where a worker's violation handlers report: words in the memory page it
-/// shares with the host, which reads them after the worker died.
+/// Where a worker reports dying at its memory ceiling: a word in the
+/// memory page it shares with the host, which reads it after the worker died.
 public struct SandboxReport: @unchecked Sendable {
-    // @unchecked: written by signal handlers through atomics, read by the host.
-    public let violation: UnsafeMutablePointer<UInt64>
-    public let denied: UnsafeMutablePointer<UInt64>
+    // @unchecked: written by a signal handler through an atomic store, read by the host.
     public let memory: UnsafeMutablePointer<UInt64>
 
-    public init(violation: UnsafeMutablePointer<UInt64>, denied: UnsafeMutablePointer<UInt64>,
-                memory: UnsafeMutablePointer<UInt64>) {
-        self.violation = violation
-        self.denied = denied
+    public init(memory: UnsafeMutablePointer<UInt64>) {
         self.memory = memory
     }
 }
@@ -49,9 +44,11 @@ public enum WorkerSandbox {
 
     /// Applies `plan` to this process and every thread and process it
     /// starts; `readable` names more folders to read (where the plug-in
-    /// really lives, past symlinks). Returns the layers applied, for the log.
-    public static func enter(_ plan: SandboxPlan, report: SandboxReport?,
-                             readable: [String] = []) throws(SandboxError) -> [String] {
+    /// really lives, past symlinks); `supervisor` is the socket to hand the
+    /// seccomp listener to the host on (-1: none, the kernel answers alone).
+    /// Returns the layers applied, for the log.
+    public static func enter(_ plan: SandboxPlan, report: SandboxReport?, readable: [String] = [],
+                             supervisor: Int32 = -1) throws(SandboxError) -> [String] {
         let support = KernelSupport.probe()
         if plan.strict, let missing = support.missing {
             throw SandboxError("--sandbox strict: this kernel lacks \(missing)")
@@ -82,7 +79,7 @@ public enum WorkerSandbox {
         layers.append("rlimits")
 
         if let report {
-            guard xcallback_sandbox_report_to(report.violation, report.denied, report.memory, memory) == 0 else {
+            guard xcallback_sandbox_report_to(report.memory, memory) == 0 else {
                 throw SandboxError("cannot install the violation handlers: \(String(cString: strerror(errno)))")
             }
         }
@@ -109,9 +106,9 @@ public enum WorkerSandbox {
         if support.seccomp {
             var grant = xcallback_seccomp_grant(network: capabilities.network ? 1 : 0, exec: capabilities.exec ? 1 : 0,
                                                 processes: capabilities.processes > 0 ? 1 : 0, own_pid: getpid())
-            let result = xcallback_seccomp_load(&grant)
+            let result = xcallback_seccomp_load(&grant, supervisor)
             guard result == 0 else { throw SandboxError("cannot load the seccomp filter: \(String(cString: strerror(-result)))") }
-            layers.append("seccomp")
+            layers.append(supervisor >= 0 ? "seccomp (supervised)" : "seccomp")
         }
         return layers
     }

@@ -37,20 +37,19 @@ typedef struct {
 } xcallback_seccomp_grant;
 
 /* Loads the worker's seccomp filter on every thread (TSYNC). Calls that are
- * merely not granted (socket, exec, fork) fail with an errno and are
- * recorded in the report's denied-call bits; dangerous calls (ptrace,
- * process_vm_*, mount, bpf, kill outside the worker, ...) end the process
- * with SIGSYS after recording the call's number. Returns 0 or -errno. */
-int xcallback_seccomp_load(const xcallback_seccomp_grant *grant);
+ * merely not granted (socket, exec, fork, setsid) fail with an errno;
+ * dangerous calls (ptrace, process_vm_*, mount, bpf, kill outside the
+ * worker, ...) end the worker. With `supervisor` (a Unix socket to the
+ * host; -1: none) both kinds wait in the kernel for the host to answer: the
+ * filter's listener is sent there (SCM_RIGHTS) and closed here. Returns 0
+ * or -errno. */
+int xcallback_seccomp_load(const xcallback_seccomp_grant *grant, int supervisor);
 
-/* Where the handlers report, in memory the host can read after the worker
- * died: `violation` gets the fatal system call's number + 1, `denied` a bit
- * per kind of denied call (see XCALLBACK_DENIED_*), `memory` 1 when the
- * process died of a fatal signal with its data segment within an eighth of
- * `memory_ceiling` bytes (0: no ceiling). Installs the handlers, with an
+/* Where the fatal-signal handler reports: `memory` gets 1 when the process
+ * dies of a fatal signal with its data segment within an eighth of
+ * `memory_ceiling` bytes (0: no ceiling). Installs the handler, with an
  * alternate signal stack. */
-int xcallback_sandbox_report_to(uint64_t *violation, uint64_t *denied, uint64_t *memory,
-                                uint64_t memory_ceiling);
+int xcallback_sandbox_report_to(uint64_t *memory, uint64_t memory_ceiling);
 
 enum {
     XCALLBACK_DENIED_SOCKET = 1 << 0,
@@ -58,6 +57,26 @@ enum {
     XCALLBACK_DENIED_FORK = 1 << 2,
     XCALLBACK_DENIED_SESSION = 1 << 3,
 };
+
+/* The host's side. */
+
+/* Receives the listener a worker sent over `channel`; -1 when it sent none. */
+int xcallback_seccomp_receive_listener(int channel);
+
+/* One call a worker's filter handed to the host. */
+typedef struct {
+    uint64_t id;
+    int number;       /* the system call */
+    int pid;          /* the process that made it (the worker, or a child of it) */
+    uint64_t denied_kind; /* XCALLBACK_DENIED_*: merely not granted; 0: a violation */
+    int error;        /* the errno it fails with */
+} xcallback_supervised_call;
+
+/* Waits for the next call; 0, or -1 with errno (ENOENT: its process died). */
+int xcallback_seccomp_next_call(int listener, xcallback_supervised_call *call);
+
+/* Fails `call` with its errno, letting the process go on. */
+int xcallback_seccomp_answer(int listener, const xcallback_supervised_call *call);
 
 /* prctl(PR_SET_NO_NEW_PRIVS, 1). */
 int xcallback_no_new_privileges(void);

@@ -17,10 +17,10 @@ enum WorkerDeath: Equatable {
     case sandboxViolation(call: String?, WorkerExit)
     case memoryLimit(ceilingMiB: Int, WorkerExit)
 
-    /// Reads the sandbox's report from the page the dead worker shared.
-    init(exit: WorkerExit, progress: WorkerProgress?, sandbox: SandboxPlan?) {
-        if let number = progress?.violation {
-            self = .sandboxViolation(call: SystemCallName.of(number), exit)
+    /// What the worker's supervisor saw, and the page the dead worker shared.
+    init(exit: WorkerExit, progress: WorkerProgress?, sandbox: SandboxPlan?, supervisor: SandboxSupervisor?) {
+        if let call = supervisor?.violation {
+            self = .sandboxViolation(call: call, exit)
         } else if sandbox != nil, exit.signal == SIGSYS {
             self = .sandboxViolation(call: nil, exit)
         } else if let sandbox, progress?.diedAtMemoryCeiling == true {

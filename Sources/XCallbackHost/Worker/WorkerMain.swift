@@ -19,6 +19,9 @@ public enum WorkerMain {
     static let socketDescriptor: Int32 = 3
     /// The plug-in file, opened and checked by the host.
     static let libraryDescriptor: Int32 = 4
+    /// The socket the worker hands its seccomp filter's listener to the host
+    /// on, then closes (only when sandboxed).
+    static let supervisorDescriptor: Int32 = 6
     /// The flag the host adds when the operator passed `--allow-insecure-plugins`
     /// (it relaxes the checks of a manifest's library, which the worker opens).
     public static let allowInsecureFlag = "--allow-insecure-plugins"
@@ -55,11 +58,12 @@ public enum WorkerMain {
         if let sandbox {
             do {
                 let layers = try WorkerSandbox.enter(sandbox, report: progress?.sandboxReport,
-                                                     readable: loadFolders(pluginPath))
+                                                     readable: loadFolders(pluginPath), supervisor: supervisorDescriptor)
                 logger.debug("worker \(getpid()): sandbox \(layers.joined(separator: ", ")); \(sandbox.capabilities.summary)")
             } catch {
                 sandboxError = error
             }
+            close(supervisorDescriptor)
         }
         let writer: any FrameOutput & Sendable = progress.map { WorkerOutbox(page: $0, descriptor: socket) { _exit(0) } }
             ?? BufferedWriter(descriptor: socket) { _exit(0) }

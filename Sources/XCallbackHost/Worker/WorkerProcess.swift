@@ -1,3 +1,4 @@
+import CHostSupport
 import Logging
 import XCallbackSandbox
 
@@ -16,13 +17,17 @@ final class WorkerProcess: Sendable {
     /// Which requests the worker began; nil if the page could not be made
     /// (then every request in flight at a crash counts as begun).
     private let progress: WorkerProgress?
-    /// The sandbox it entered (nil: `--sandbox off`).
+    /// The sandbox it entered (nil: `--sandbox off`), and the host's end of
+    /// its seccomp filter.
     private let sandbox: SandboxPlan?
+    private let supervisor: SandboxSupervisor?
     private let writer: BufferedWriter
     private let reader: UncheckedFrameReader
     private let state = Lock(State())
     /// Becomes true once the process has been reaped.
     private let ended = ConditionLock(false)
+    /// Set once the group watcher (if any) is done with the worker's pid.
+    private let groupWatched: ConditionLock<Bool>
 
     /// What the worker reported once the plug-in loaded.
     struct Ready: Sendable {
@@ -39,9 +44,6 @@ final class WorkerProcess: Sendable {
         /// No new requests; stop once the in-flight ones are answered.
         var retiring = false
         var onHung: (@Sendable (WorkerProcess) -> Void)?
-        var onDenied: (@Sendable (DeniedCalls) -> Void)?
-        /// The denied calls already reported.
-        var denied: DeniedCalls = []
     }
 
     private struct InFlight {
@@ -65,12 +67,14 @@ final class WorkerProcess: Sendable {
         var description: String { message }
     }
 
-    private init(pid: pid_t, socket: Int32, progress: WorkerProgress?, sandbox: SandboxPlan?, reader: FrameReader,
-                 ready: Ready) {
+    private init(pid: pid_t, socket: Int32, progress: WorkerProgress?, sandbox: SandboxPlan?,
+                 supervisor: SandboxSupervisor?, reader: FrameReader, ready: Ready) {
         self.pid = pid
         self.socket = socket
         self.progress = progress
         self.sandbox = sandbox
+        self.supervisor = supervisor
+        self.groupWatched = ConditionLock(true)
         self.reader = UncheckedFrameReader(reader)
         self.ready = ready
         self.writer = BufferedWriter(descriptor: socket)
@@ -111,6 +115,12 @@ final class WorkerProcess: Sendable {
         if let shared {
             placements.append(.init(descriptor: shared.descriptor, number: WorkerProgress.workerDescriptor))
         }
+        // The channel the worker hands its seccomp listener to the host on.
+        var supervision: [Int32] = [-1, -1]
+        if plan != nil,
+           socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &supervision) == 0 {
+            placements.append(.init(descriptor: supervision[1], number: WorkerMain.supervisorDescriptor))
+        }
         let arguments: [UnsafeMutablePointer<CChar>?] = [
             strdup(executable), strdup(WorkerMain.subcommand), strdup(pluginPath),
             strdup("--parent"), strdup(String(getpid())),
@@ -125,10 +135,16 @@ final class WorkerProcess: Sendable {
             }
         }
         close(child)
+        if supervision[1] >= 0 { close(supervision[1]) }
         guard status == 0 else {
+            if supervision[0] >= 0 { close(supervision[0]) }
             close(host)
             throw StartError(message: "cannot start a worker (\(executable)): \(String(cString: strerror(status)))")
         }
+        // Answering the worker's filter starts now: its plug-in's
+        // constructors run before the handshake ends.
+        let supervisor = supervision[0] >= 0 ? SandboxSupervisor(channel: supervision[0], group: pid) : nil
+        if let supervisor { Threads.detach { supervisor.serve() } }
         var hello: [UInt8] = []
         WorkerFrame.hello(version: WorkerFrame.protocolVersion).encode(into: &hello)
         _ = write(host, hello, hello.count)
@@ -141,7 +157,8 @@ final class WorkerProcess: Sendable {
         case .frame(.ready(let version, let info, let routes)) where version == WorkerFrame.protocolVersion:
             let pluginInfo = PluginInfo(path: pluginPath, name: info.name, version: info.version, summary: info.summary,
                                         abiMajor: Int(info.abiMajor), abiMinor: Int(info.abiMinor))
-            return WorkerProcess(pid: pid, socket: host, progress: shared?.progress, sandbox: plan, reader: reader,
+            return WorkerProcess(pid: pid, socket: host, progress: shared?.progress, sandbox: plan,
+                                 supervisor: supervisor, reader: reader,
                                  ready: Ready(info: pluginInfo, routes: routes))
         case .frame(.loadFailed(let message)):
             close(host)
@@ -156,6 +173,24 @@ final class WorkerProcess: Sendable {
         }
     }
 
+    /// Ends the worker's process group as soon as the worker exits. Needed
+    /// only where a plug-in can start processes: they inherit the worker's
+    /// socket to the host, so the host would never see it close while one
+    /// of them lives.
+    private func watchGroup() {
+        let exitEvent = xcallback_pidfd_open(pid)
+        guard exitEvent >= 0 else { return }
+        groupWatched.withLock { $0 = false }
+        Threads.detach { [self] in
+            var event = pollfd(fd: exitEvent, events: Int16(POLLIN), revents: 0)
+            while poll(&event, 1, -1) < 0 && errno == EINTR {}
+            close(exitEvent)
+            kill(-pid, SIGKILL)
+            groupWatched.withLock { $0 = true }
+            groupWatched.broadcast()
+        }
+    }
+
     /// Reads answers until the worker ends, then reports the requests it
     /// still owed: those it had begun (never replayed: they become
     /// `PluginCrashed`), and those it never began, for the next worker.
@@ -164,10 +199,9 @@ final class WorkerProcess: Sendable {
     func startReading(onHung: @escaping @Sendable (WorkerProcess) -> Void,
                       onDenied: @escaping @Sendable (DeniedCalls) -> Void,
                       onExit: @escaping @Sendable (WorkerProcess, WorkerDeath, _ begun: [HandlerCall], _ unstarted: [Unstarted]) -> Void) {
-        state.withLock {
-            $0.onHung = onHung
-            $0.onDenied = onDenied
-        }
+        state.withLock { $0.onHung = onHung }
+        supervisor?.onDenied(onDenied)
+        if sandbox.map({ $0.capabilities.processes > 0 }) ?? true { watchGroup() }
         Threads.detach { [self] in
             loop: while true {
                 switch reader.reader.next(beforeBlocking: {}) {
@@ -175,6 +209,8 @@ final class WorkerProcess: Sendable {
                 case .end, .malformed: break loop
                 }
             }
+            // After the watcher: it must not signal a reaped pid.
+            groupWatched.wait(until: { $0 }) { _ in }
             let exit = WorkerExit.reap(pid, grace: 1000)
             close(socket)
             // Reaped: its pid may belong to someone else now, so nothing
@@ -199,10 +235,10 @@ final class WorkerProcess: Sendable {
                 }
                 return (begun, unstarted.sorted { $0.id < $1.id }.map(\.item))
             }
-            noteDeniedCalls()
             ended.withLock { $0 = true }
             ended.broadcast()
-            onExit(self, WorkerDeath(exit: exit, progress: progress, sandbox: sandbox), begun, unstarted)
+            onExit(self, WorkerDeath(exit: exit, progress: progress, sandbox: sandbox, supervisor: supervisor),
+                   begun, unstarted)
         }
     }
 
@@ -216,26 +252,12 @@ final class WorkerProcess: Sendable {
                 return state.calls.removeValue(forKey: id)?.call
             }
             call?.deliver(result)
-            noteDeniedCalls()
             retireIfDrained()
         case .returned(let id):
             state.withLock { $0.calls[id]?.returned = true }
         default:
             break
         }
-    }
-
-    /// Reports kinds of denied call not reported before (one load of a
-    /// shared word per answer when nothing is new).
-    private func noteDeniedCalls() {
-        guard let progress else { return }
-        let denied = progress.denied
-        let (new, report) = state.withLock { state -> (DeniedCalls, (@Sendable (DeniedCalls) -> Void)?) in
-            let new = denied.subtracting(state.denied)
-            state.denied.formUnion(new)
-            return (new, state.onDenied)
-        }
-        if !new.isEmpty { report?(new) }
     }
 
     /// Whether any request got its result from this worker: a worker that

@@ -37,10 +37,8 @@ final class WorkerProgress: @unchecked Sendable {
     private let base: UnsafeMutableRawPointer
     private var lastBegunWord: UnsafeMutablePointer<UInt64> { base.assumingMemoryBound(to: UInt64.self) }
     private var pendingWord: UnsafeMutablePointer<UInt64> { (base + 8).assumingMemoryBound(to: UInt64.self) }
-    // The sandbox's report (`WorkerSandbox`), written by its signal handlers.
-    private var violationWord: UnsafeMutablePointer<UInt64> { (base + 16).assumingMemoryBound(to: UInt64.self) }
-    private var deniedWord: UnsafeMutablePointer<UInt64> { (base + 24).assumingMemoryBound(to: UInt64.self) }
-    private var memoryWord: UnsafeMutablePointer<UInt64> { (base + 32).assumingMemoryBound(to: UInt64.self) }
+    // Set by the sandbox's fatal-signal handler (`WorkerSandbox`).
+    private var memoryWord: UnsafeMutablePointer<UInt64> { (base + 16).assumingMemoryBound(to: UInt64.self) }
 
     private init(base: UnsafeMutableRawPointer) {
         self.base = base
@@ -78,19 +76,8 @@ final class WorkerProgress: @unchecked Sendable {
 
     // MARK: the sandbox's report
 
-    /// Where the worker's sandbox handlers write.
-    var sandboxReport: SandboxReport {
-        SandboxReport(violation: violationWord, denied: deniedWord, memory: memoryWord)
-    }
-
-    /// The system call the sandbox ended the worker for, if it did.
-    var violation: Int32? {
-        let word = xcallback_load_acquire_u64(violationWord)
-        return word == 0 ? nil : Int32(truncatingIfNeeded: word - 1)
-    }
-
-    /// The kinds of call the sandbox turned away so far (`DeniedCalls`).
-    var denied: DeniedCalls { DeniedCalls(rawValue: xcallback_load_acquire_u64(deniedWord)) }
+    /// Where the worker's sandbox handler writes.
+    var sandboxReport: SandboxReport { SandboxReport(memory: memoryWord) }
 
     /// The worker died of a fatal signal close to its memory ceiling.
     var diedAtMemoryCeiling: Bool { xcallback_load_acquire_u64(memoryWord) != 0 }
