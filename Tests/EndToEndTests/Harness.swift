@@ -493,18 +493,20 @@ struct RunResult: Sendable {
 /// Runs `xcallback ARGUMENTS` with `input` on stdin until it exits (killed
 /// past `timeout` seconds).
 func xcallback(_ arguments: [String], input: [UInt8]? = nil, timeout: Double = 20,
+               executable: String = Products.xcallback,
                sourceLocation: SourceLocation = #_sourceLocation) throws -> RunResult {
     let start = Date()
-    let child = try ChildProcess(arguments, stdin: input.map { .bytes($0) } ?? .null)
+    let child = try ChildProcess(arguments, executable: executable, stdin: input.map { .bytes($0) } ?? .null)
     let status = child.waitForExit(timeout: timeout, sourceLocation: sourceLocation)
     return RunResult(status: status, stdout: child.stdout, stderr: child.stderr,
                      seconds: Date().timeIntervalSince(start))
 }
 
 func xcallback(_ arguments: [String], lines: [String], timeout: Double = 20,
+               executable: String = Products.xcallback,
                sourceLocation: SourceLocation = #_sourceLocation) throws -> RunResult {
     try xcallback(arguments, input: Array(lines.map { $0 + "\n" }.joined().utf8), timeout: timeout,
-                  sourceLocation: sourceLocation)
+                  executable: executable, sourceLocation: sourceLocation)
 }
 
 /// Writes an executable script (mode 0755). Written close-on-exec under

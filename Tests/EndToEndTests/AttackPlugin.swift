@@ -1,0 +1,262 @@
+/// A plug-in that does what a hostile or careless one would, one route per
+/// attack (README, "Security model"). Built by the sandbox tests with `cc`,
+/// never installed as a sample. Every route answers with what happened, so
+/// a test can tell "denied with an errno" from "done".
+enum AttackPlugin {
+    static let name = "attacker"
+
+    static let source = #"""
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "xcallback.h"
+
+XCALLBACK_PLUGIN("attacker", "1.0.0", "Tries what a hostile plug-in would")
+
+extern char **environ;
+static const xcallback_host_api *host;
+
+static const char *parameter(const xcallback_request *request, const char *name) {
+    size_t length = 0;
+    return host->request_parameter(request, name, &length);
+}
+
+static void done(xcallback_reply reply, const char *result) {
+    const xcallback_param output[] = { { "result", result } };
+    host->reply_success(reply, output, 1);
+}
+
+static void failed(xcallback_reply reply, const char *what) {
+    char message[256];
+    snprintf(message, sizeof message, "%s: %s", what, strerror(errno));
+    host->reply_error(reply, "Denied", message, NULL);
+}
+
+/* read?path=P: the file's first bytes. */
+static void read_file(const xcallback_request *request, xcallback_reply reply, void *unused) {
+    (void)unused;
+    const char *path = parameter(request, "path");
+    int fd = open(path ? path : "/etc/shadow", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) { failed(reply, "open"); return; }
+    char text[65] = {0};
+    ssize_t count = read(fd, text, 64);
+    close(fd);
+    if (count < 0) { failed(reply, "read"); return; }
+    done(reply, text);
+}
+
+/* write?path=P: creates P. */
+static void write_file(const xcallback_request *request, xcallback_reply reply, void *unused) {
+    (void)unused;
+    const char *path = parameter(request, "path");
+    int fd = open(path ? path : "planted", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) { failed(reply, "open"); return; }
+    ssize_t written = write(fd, "planted\n", 8);
+    close(fd);
+    if (written != 8) { failed(reply, "write"); return; }
+    done(reply, "written");
+}
+
+/* connect?port=N: a TCP connection to 127.0.0.1:N. */
+static void connect_port(const xcallback_request *request, xcallback_reply reply, void *unused) {
+    (void)unused;
+    const char *port = parameter(request, "port");
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) { failed(reply, "socket"); return; }
+    struct sockaddr_in address = { .sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(port ? port : "1")),
+                                   .sin_addr = { htonl(INADDR_LOOPBACK) } };
+    int result = connect(fd, (struct sockaddr *)&address, sizeof address);
+    close(fd);
+    if (result != 0) { failed(reply, "connect"); return; }
+    done(reply, "connected");
+}
+
+/* exec: /bin/sh -c 'exit 7', and its exit status. */
+static void exec_shell(const xcallback_request *request, xcallback_reply reply, void *unused) {
+    (void)request; (void)unused;
+    char *arguments[] = { "/bin/sh", "-c", "exit 7", NULL };
+    pid_t child;
+    int error = posix_spawn(&child, "/bin/sh", NULL, NULL, arguments, environ);
+    if (error != 0) { errno = error; failed(reply, "posix_spawn /bin/sh"); return; }
+    int status = 0;
+    waitpid(child, &status, 0);
+    char text[32];
+    snprintf(text, sizeof text, "status %d", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    done(reply, text);
+}
+
+/* system: system("id"). */
+static void run_system(const xcallback_request *request, xcallback_reply reply, void *unused) {
+    (void)request; (void)unused;
+    int status = system("id >&2");
+    if (status == -1) { failed(reply, "system"); return; }
+    char text[32];
+    snprintf(text, sizeof text, "status %d", status);
+    done(reply, text);
+}
+
+/* forkbomb: forks until it cannot (children exit at once); how many. */
+static void fork_bomb(const xcallback_request *request, xcallback_reply reply, void *unused) {
+    (void)request; (void)unused;
+    int forked = 0;
+    for (; forked < 100000; forked++) {
+        pid_t child = fork();
+        if (child == 0) { pause(); _exit(0); }
+        if (child < 0) break;
+    }
+    if (forked == 0) { failed(reply, "fork"); return; }
+    char text[32];
+    snprintf(text, sizeof text, "forked %d", forked);
+    done(reply, text);
+}
+
+/* linger?count=N: N children that try to leave the worker's process group
+ * and then wait a minute, holding whatever they inherited. Their pids and
+ * what setsid said. */
+static void linger(const xcallback_request *request, xcallback_reply reply, void *unused) {
+    (void)unused;
+    const char *count_text = parameter(request, "count");
+    int count = count_text ? atoi(count_text) : 5;
+    char text[512] = "";
+    int pipe_ends[2];
+    if (pipe(pipe_ends) != 0) { failed(reply, "pipe"); return; }
+    for (int i = 0; i < count; i++) {
+        pid_t child = fork();
+        if (child < 0) { failed(reply, "fork"); return; }
+        if (child == 0) {
+            int left = setsid() >= 0;
+            char verdict = left ? 'y' : 'n';
+            (void)write(pipe_ends[1], &verdict, 1);
+            sleep(60);
+            _exit(0);
+        }
+        char verdict = '?';
+        (void)read(pipe_ends[0], &verdict, 1);
+        size_t used = strlen(text);
+        snprintf(text + used, sizeof text - used, "%s%d:%c", i ? "," : "", (int)child, verdict);
+    }
+    done(reply, text);
+}
+
+/* fds: opens /dev/null until it cannot; how many. */
+static void open_many(const xcallback_request *request, xcallback_reply reply, void *unused) {
+    (void)request; (void)unused;
+    int opened = 0;
+    int first = -1, last = -1;
+    for (; opened < 100000; opened++) {
+        int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (fd < 0) break;
+        if (first < 0) first = fd;
+        last = fd;
+    }
+    for (int fd = first; first >= 0 && fd <= last; fd++) close(fd);
+    char text[32];
+    snprintf(text, sizeof text, "%d", opened);
+    done(reply, text);
+}
+
+/* alloc?mib=N: allocates and touches N MiB a MiB at a time; a careless
+ * plug-in, it aborts when malloc fails. */
+static void allocate(const xcallback_request *request, xcallback_reply reply, void *unused) {
+    (void)unused;
+    const char *mib_text = parameter(request, "mib");
+    int mib = mib_text ? atoi(mib_text) : 1024;
+    char **blocks = calloc((size_t)mib, sizeof *blocks);
+    for (int i = 0; i < mib; i++) {
+        blocks[i] = malloc(1 << 20);
+        if (blocks[i] == NULL) abort();
+        memset(blocks[i], 1, 1 << 20);
+    }
+    for (int i = 0; i < mib; i++) free(blocks[i]);
+    free(blocks);
+    done(reply, "allocated");
+}
+
+/* killhost: SIGKILL to the host. */
+static void kill_host(const xcallback_request *request, xcallback_reply reply, void *unused) {
+    (void)request; (void)unused;
+    if (kill(getppid(), SIGKILL) != 0) { failed(reply, "kill"); return; }
+    done(reply, "killed the host");
+}
+
+/* killsiblings: SIGKILL to every pid near its own (the other workers). */
+static void kill_siblings(const xcallback_request *request, xcallback_reply reply, void *unused) {
+    (void)request; (void)unused;
+    int killed = 0;
+    for (pid_t pid = getpid() - 64; pid < getpid() + 64; pid++) {
+        if (pid > 1 && pid != getpid() && pid != getppid() && kill(pid, SIGKILL) == 0) killed++;
+    }
+    char text[32];
+    snprintf(text, sizeof text, "killed %d", killed);
+    done(reply, text);
+}
+
+/* forge: writes a record into the host's stdout and a request into its
+ * stdin through /proc/HOST/fd. */
+static void forge(const xcallback_request *request, xcallback_reply reply, void *unused) {
+    (void)request; (void)unused;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/fd/1", (int)getppid());
+    int out = open(path, O_WRONLY | O_CLOEXEC);
+    if (out < 0) { failed(reply, "open the host's stdout"); return; }
+    (void)write(out, "success?forged=record\n", 22);
+    close(out);
+    done(reply, "forged");
+}
+
+static void trace_host(const xcallback_request *request, xcallback_reply reply, void *unused) {
+    (void)request; (void)unused;
+    if (ptrace(PTRACE_ATTACH, getppid(), NULL, NULL) != 0) { failed(reply, "ptrace"); return; }
+    done(reply, "attached");
+}
+
+static void write_host_memory(const xcallback_request *request, xcallback_reply reply, void *unused) {
+    (void)request; (void)unused;
+    char byte = 0;
+    struct iovec local = { &byte, 1 }, remote = { (void *)0x400000, 1 };
+    if (process_vm_writev(getppid(), &local, 1, &remote, 1, 0) < 0) { failed(reply, "process_vm_writev"); return; }
+    done(reply, "written");
+}
+
+static void mount_tmpfs(const xcallback_request *request, xcallback_reply reply, void *unused) {
+    (void)request; (void)unused;
+    if (mount("none", "/mnt", "tmpfs", 0, NULL) != 0) { failed(reply, "mount"); return; }
+    done(reply, "mounted");
+}
+
+static void load_bpf(const xcallback_request *request, xcallback_reply reply, void *unused) {
+    (void)request; (void)unused;
+    if (syscall(SYS_bpf, 0, NULL, 0) < 0) { failed(reply, "bpf"); return; }
+    done(reply, "bpf");
+}
+
+XCALLBACK_EXPORT int xcallback_plugin_register(const xcallback_host_api *api, xcallback_plugin *plugin) {
+    host = api;
+    struct { const char *action; xcallback_handler handler; } routes[] = {
+        {"read", read_file}, {"write", write_file}, {"connect", connect_port}, {"exec", exec_shell},
+        {"system", run_system}, {"forkbomb", fork_bomb}, {"linger", linger}, {"fds", open_many},
+        {"alloc", allocate}, {"killhost", kill_host}, {"killsiblings", kill_siblings}, {"forge", forge},
+        {"ptrace", trace_host}, {"vmwrite", write_host_memory}, {"mount", mount_tmpfs}, {"bpf", load_bpf},
+    };
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
+        int rc = api->register_action(plugin, "attack", routes[i].action, routes[i].handler, NULL);
+        if (rc != XCALLBACK_OK) return rc;
+    }
+    return XCALLBACK_OK;
+}
+"""#
+}

@@ -1,0 +1,344 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Each worker runs its plug-in in a sandbox: what the plug-in did not
+/// declare (and the operator did not narrow away) fails with an errno it can
+/// handle, dangerous calls end the worker with `SandboxViolation`, and the
+/// host keeps answering (README, "Security model"). Before, one small C
+/// plug-in read /etc/shadow, ran programs, killed the host and its sibling
+/// workers, wrote a forged record into the host's stdout and left processes
+/// behind that held its pipes.
+@Suite("Capability sandbox", .serialized)
+struct SandboxTests {
+    /// A host with the attacker and the calculator, run as `user` (nil: us).
+    final class AttackSession: @unchecked Sendable {
+        let fixture: HostFixture
+        let host: ChildProcess
+        private var answered = 0
+
+        init(capabilities: String? = nil, arguments: [String] = [], asOtherUser: Bool = false) throws {
+            fixture = try HostFixture(["Calculator"], isolation: "process")
+            try TestPlugin.build(AttackPlugin.name, source: AttackPlugin.source, into: fixture.plugins)
+            if let capabilities {
+                try Data(capabilities.utf8).write(to: URL(fileURLWithPath: fixture.plugins + "/libattacker.caps.toml"))
+            }
+            // Lots of violations on purpose: none may quarantine the plug-in.
+            let command = fixture.runPrefix + ["--output", "jsonl", "--restart-limit", "1000", "--log-level", "info"] + arguments
+            if asOtherUser {
+                #expect(chmod(fixture.scratch.path, 0o755) == 0)
+                host = try ChildProcess(PeerTrustTests.asOther([Products.xcallback] + command),
+                                        executable: "/usr/bin/env", stdin: .pipe)
+            } else {
+                host = try ChildProcess(command, stdin: .pipe)
+            }
+        }
+
+        func ask(_ line: String, timeout: Double = 10) throws -> Record {
+            #expect(host.write(line + "\n"))
+            answered += 1
+            try #require(host.waitForStdoutLines(answered, timeout: TestTiming.scaled(timeout)),
+                         "no record for \(line); stderr: \(host.stderr)")
+            return try Record(jsonLine: host.stdoutLines[answered - 1])
+        }
+
+        func attack(_ route: String, timeout: Double = 10) throws -> Record {
+            try ask("attack://x-callback-url/\(route)", timeout: timeout)
+        }
+
+        /// The calculator still answers: the host and its other workers live.
+        func expectHostAlive(sourceLocation: SourceLocation = #_sourceLocation) throws {
+            let record = try ask("calc://x-callback-url/add?lhs=2&rhs=3")
+            #expect(record.params["result"] == "5", "\(record)", sourceLocation: sourceLocation)
+        }
+
+        /// Ends input: the host exits 0, every record is one we asked for,
+        /// and nothing it or its workers started is left.
+        func finish(alsoGone extra: [pid_t] = []) throws {
+            let workers = childProcesses(of: host.pid)
+            host.closeInput()
+            #expect(host.waitForExit(timeout: TestTiming.scaled(15)) == .exited(0), "stderr: \(host.stderr)")
+            #expect(host.stdoutLines.count == answered, "records no request asked for: \(host.stdoutLines)")
+            #expect(!host.stdout.contains("forged"), "a forged record reached stdout")
+            for pid in workers + extra {
+                #expect(waitUntilGone(pid, timeout: TestTiming.scaled(5)), "process \(pid) outlived the host")
+            }
+        }
+    }
+
+    static func expectDenied(_ record: Record, _ mention: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(record.errorCode == "Denied", "\(record)", sourceLocation: sourceLocation)
+        #expect(record.params["errorMessage"]?.contains(mention) == true, "\(record)", sourceLocation: sourceLocation)
+    }
+
+    static func expectViolation(_ record: Record, call: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(record.errorCode == "SandboxViolation", "\(record)", sourceLocation: sourceLocation)
+        #expect(record.errorDomain == "xcallback", sourceLocation: sourceLocation)
+        #expect(record.params["errorMessage"]?.contains("forbidden system call (\(call))") == true, "\(record)",
+                sourceLocation: sourceLocation)
+    }
+
+    /// A listening TCP socket on a free loopback port.
+    static func listener() throws -> (descriptor: Int32, port: UInt16) {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        try withUnsafeMutablePointer(to: &address) { pointer in
+            try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
+                guard bind(descriptor, raw, length) == 0, listen(descriptor, 8) == 0,
+                      getsockname(descriptor, raw, &length) == 0 else { throw HarnessError("listener: \(errno)") }
+            }
+        }
+        return (descriptor, UInt16(bigEndian: address.sin_port))
+    }
+
+    /// Runs every attack of the issue against the default sandbox.
+    static func runDefaultAttacks(asOtherUser: Bool) throws {
+        let session = try AttackSession(asOtherUser: asOtherUser)
+        let scratch = session.fixture.scratch
+        let secret = scratch.file("secret.txt")
+        try Data("the host user's secret\n".utf8).write(to: URL(fileURLWithPath: secret))
+        chmod(secret, 0o644)
+        let (listening, port) = try listener()
+        defer { close(listening) }
+
+        // Files: nothing outside its grant, its scratch folder for its own.
+        expectDenied(try session.attack("read?path=/etc/shadow"), "Permission denied")
+        expectDenied(try session.attack("read?path=\(secret)"), "Permission denied")
+        expectDenied(try session.attack("write?path=\(scratch.file("planted"))"), "Permission denied")
+        #expect(access(scratch.file("planted"), F_OK) != 0, "the plug-in wrote outside its scratch folder")
+        #expect(try session.attack("write?path=planted").params["result"] == "written")
+        #expect(try session.attack("read?path=planted").params["result"] == "planted\n")
+
+        // Network, programs, processes: each an errno, each logged once.
+        expectDenied(try session.attack("connect?port=\(port)"), "socket: Permission denied")
+        expectDenied(try session.attack("connect?port=\(port)"), "socket: Permission denied")
+        expectDenied(try session.attack("exec"), "posix_spawn /bin/sh: Resource temporarily unavailable")
+        // glibc's system() reports a shell it could not start as exit status 127.
+        #expect(try session.attack("system").params["result"] == "status \(127 << 8)")
+        expectDenied(try session.attack("forkbomb"), "fork: Resource temporarily unavailable")
+        let descriptors = try session.attack("fds")
+        #expect((Int(descriptors.params["result"] ?? "") ?? .max) < 128, "\(descriptors)")
+
+        // Reaching into the host: refused; nothing forged reaches its stdout.
+        expectDenied(try session.attack("forge"), "open the host's stdout: Permission denied")
+
+        // Dangerous calls end the worker; the host and its other workers live.
+        for (route, call) in [("killhost", "kill"), ("killsiblings", "kill"), ("ptrace", "ptrace"),
+                              ("vmwrite", "process_vm_writev"), ("mount", "mount"), ("bpf", "bpf")] {
+            expectViolation(try session.attack(route), call: call)
+            try session.expectHostAlive()
+        }
+        try session.finish()
+        let stderr = session.host.stderr
+        #expect(stderr.components(separatedBy: "tried to open a socket").count == 2,
+                "a denied call is logged once per plug-in: \(stderr)")
+        #expect(stderr.contains("tried to start a process"), "\(stderr)")
+        #expect(!looksLikeACrash(stderr.replacingOccurrences(of: "SIGABRT", with: "")), "\(stderr)")
+    }
+
+    @Test("the default sandbox: every attack is an errno or a SandboxViolation, and the host keeps answering",
+          .scaledTimeLimit(minutes: 2))
+    func defaultSandboxContainsEachAttack() throws {
+        try Self.runDefaultAttacks(asOtherUser: false)
+    }
+
+    @Test("the same attacks, with the host run by an unprivileged user",
+          .enabled(if: PeerTrustTests.other != nil, "needs root, to act as another user"),
+          .scaledTimeLimit(minutes: 2))
+    func defaultSandboxAsAnotherUser() throws {
+        try Self.runDefaultAttacks(asOtherUser: true)
+    }
+
+    static func grants(readable: String, writable: String, memory: Int = 4096) -> String {
+        """
+        network = true
+        exec = true
+        processes = 8
+        open_files = 1024
+        memory = \(memory)
+        [files]
+        read = ["\(readable)"]
+        write = ["\(writable)"]
+        """
+    }
+
+    @Test("granting a capability makes the same route succeed; what a plug-in starts dies with the host",
+          .scaledTimeLimit(minutes: 2))
+    func grantedCapabilities() throws {
+        let scratch = try Scratch()
+        let readable = scratch.file("shared")
+        let writable = scratch.file("output")
+        #expect(mkdir(readable, 0o755) == 0 && mkdir(writable, 0o755) == 0)
+        try Data("granted\n".utf8).write(to: URL(fileURLWithPath: readable + "/data.txt"))
+        let session = try AttackSession(capabilities: Self.grants(readable: readable, writable: writable))
+        let (listening, port) = try Self.listener()
+        defer { close(listening) }
+
+        #expect(try session.attack("read?path=\(readable)/data.txt").params["result"] == "granted\n")
+        #expect(try session.attack("write?path=\(writable)/made").params["result"] == "written")
+        #expect(access(writable + "/made", F_OK) == 0)
+        #expect(try session.attack("connect?port=\(port)").params["result"] == "connected")
+        #expect(try session.attack("exec").params["result"] == "status 7")
+        let descriptors = try session.attack("fds")
+        #expect((Int(descriptors.params["result"] ?? "") ?? 0) > 128, "\(descriptors)")
+        // Still refused: what no capability grants.
+        Self.expectDenied(try session.attack("read?path=/etc/shadow"), "Permission denied")
+        Self.expectViolation(try session.attack("killhost"), call: "kill")
+
+        // Children that try to leave the worker's process group cannot.
+        let lingering = try session.attack("linger?count=3")
+        let children = (lingering.params["result"] ?? "").split(separator: ",").map { $0.split(separator: ":") }
+        #expect(children.count == 3, "\(lingering)")
+        #expect(children.allSatisfy { $0.last == "n" }, "setsid succeeded: \(lingering)")
+        let pids = children.compactMap { $0.first.flatMap { pid_t($0) } }
+        #expect(pids.allSatisfy { kill($0, 0) == 0 }, "the children should be alive while the host runs")
+        try session.finish(alsoGone: pids)
+
+        let listing = try xcallback(["plugins", "--plugins", session.fixture.plugins])
+        #expect(listing.lines.contains { $0.contains("attacker") && $0.contains("sandbox: network, exec, read \(readable), write \(writable)") && $0.contains("8 processes") },
+                "\(listing.stdout)")
+    }
+
+    @Test("the operator's --sandbox-config narrows what a plug-in declares, per plug-in file",
+          .scaledTimeLimit(minutes: 1))
+    func operatorNarrows() throws {
+        let scratch = try Scratch()
+        let config = scratch.file("sandbox.toml")
+        try Data("""
+            [all]
+            open_files = 64
+            [plugin.libattacker]
+            network = false
+            exec = false
+            """.utf8).write(to: URL(fileURLWithPath: config))
+        let session = try AttackSession(capabilities: Self.grants(readable: scratch.path, writable: scratch.path),
+                                        arguments: ["--sandbox-config", config])
+        let (listening, port) = try Self.listener()
+        defer { close(listening) }
+        Self.expectDenied(try session.attack("connect?port=\(port)"), "socket: Permission denied")
+        Self.expectDenied(try session.attack("exec"), "Permission denied")
+        let descriptors = try session.attack("fds")
+        #expect((Int(descriptors.params["result"] ?? "") ?? .max) < 64, "\(descriptors)")
+        try session.finish()
+
+        let check = try xcallback(["check", "--sandbox-config", config, session.fixture.plugins + "/libattacker.so"])
+        #expect(check.lines.first?.contains("sandbox: read \(scratch.path), write \(scratch.path), memory 4096 MiB, 64 files, 8 processes") == true,
+                "\(check.stdout) \(check.stderr)")
+        let broken = try xcallback(["run", "--sandbox-config", config + ".missing"], lines: [])
+        #expect(broken.status != .exited(0))
+        #expect(broken.stderr.contains("--sandbox-config: \(config).missing: no such file"), "\(broken.stderr)")
+    }
+
+    @Test("a plug-in past its memory ceiling is MemoryLimit, not PluginCrashed", .scaledTimeLimit(minutes: 1))
+    func memoryCeiling() throws {
+        let session = try AttackSession(capabilities: "memory = 64\n")
+        let record = try session.attack("alloc?mib=256", timeout: 20)
+        #expect(record.errorCode == "MemoryLimit", "\(record)")
+        #expect(record.params["errorMessage"]?.contains("memory ceiling of 64 MiB") == true, "\(record)")
+        #expect(try session.attack("alloc?mib=16").params["result"] == "allocated")
+        try session.expectHostAlive()
+        try session.finish()
+    }
+
+    @Test("a malformed capability file refuses the plug-in, naming the file and the key", .scaledTimeLimit(minutes: 1))
+    func malformedDeclaration() throws {
+        let session = try AttackSession(capabilities: "netwrok = true\n")
+        let record = try session.attack("read")
+        #expect(record.errorCode == "NotFoundAction", "\(record)")
+        try session.expectHostAlive()
+        try session.finish()
+        #expect(session.host.stderr.contains("libattacker.caps.toml: unknown key 'netwrok'"), "\(session.host.stderr)")
+    }
+
+    @Test("--isolation none cannot sandbox: the host says so for a plug-in that declares capabilities")
+    func inProcessWarns() throws {
+        let fixture = try HostFixture(["Calculator"], isolation: "none")
+        try TestPlugin.build(AttackPlugin.name, source: AttackPlugin.source, into: fixture.plugins)
+        try Data("network = true\n".utf8).write(to: URL(fileURLWithPath: fixture.plugins + "/libattacker.caps.toml"))
+        let result = try fixture.run(lines: ["calc://x-callback-url/add?lhs=1&rhs=1"])
+        #expect(result.status == .exited(0))
+        #expect(result.stderr.contains("libattacker.so declares capabilities"), "\(result.stderr)")
+        #expect(result.stderr.contains("no sandbox applies"), "\(result.stderr)")
+    }
+
+    /// 100,000 requests with one attack in the middle: each gets exactly one
+    /// record, the attack `SandboxViolation`, every other one its answer.
+    @Test("a flood with a host kill or a sibling kill in it: 100,000 requests, one record each",
+          .scaledTimeLimit(minutes: 4), arguments: ["killhost", "killsiblings"])
+    func floodWithAKill(route: String) throws {
+        let fixture = try HostFixture(["Calculator"], isolation: "process")
+        try TestPlugin.build(AttackPlugin.name, source: AttackPlugin.source, into: fixture.plugins)
+        let count = 100_000
+        let attackAt = 40_000
+        let lines = (0..<count).map { index in
+            index == attackAt ? "attack://x-callback-url/\(route)?n=\(index)" : "calc://x-callback-url/add?lhs=\(index)&rhs=1"
+        }
+        let result = try fixture.run(["--output", "jsonl"], lines: lines, timeout: TestTiming.scaled(180))
+        #expect(result.status == .exited(0), "stderr: \(result.stderr.suffix(2000))")
+        let records = try result.records()
+        #expect(records.count == count)
+        var seen = Set<String>()
+        var failures: [Record] = []
+        for record in records {
+            let input = record.input ?? ""
+            #expect(seen.insert(input).inserted, "two records for \(input)")
+            if input.hasPrefix("attack:") {
+                Self.expectViolation(record, call: "kill")
+            } else if record.outcome != "success" {
+                failures.append(record)
+            }
+        }
+        #expect(seen.count == count)
+        #expect(failures.isEmpty, "\(failures.count) innocent requests failed, e.g. \(failures.prefix(3))")
+    }
+
+    /// Runs `xcallback` under a seccomp filter that makes Landlock's system
+    /// calls fail with ENOSYS, as on a kernel built without it.
+    static func withoutLandlock(_ arguments: [String], lines: [String]) throws -> RunResult {
+        let scratch = try Scratch()
+        let source = scratch.file("nolandlock.c")
+        try Data(#"""
+            #include <errno.h>
+            #include <seccomp.h>
+            #include <stdio.h>
+            #include <sys/prctl.h>
+            #include <unistd.h>
+            int main(int argc, char **argv) {
+                scmp_filter_ctx filter = seccomp_init(SCMP_ACT_ALLOW);
+                const char *calls[] = {"landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self"};
+                for (int i = 0; i < 3; i++)
+                    seccomp_rule_add(filter, SCMP_ACT_ERRNO(ENOSYS), seccomp_syscall_resolve_name(calls[i]), 0);
+                prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+                if (seccomp_load(filter) != 0) { perror("seccomp_load"); return 99; }
+                execv(argv[1], argv + 1);
+                perror("execv");
+                return 98;
+            }
+            """#.utf8).write(to: URL(fileURLWithPath: source))
+        let launcher = scratch.file("nolandlock")
+        let compiler = try ChildProcess(["cc", source, "-o", launcher, "-lseccomp"], executable: "/usr/bin/env")
+        guard compiler.waitForExit(timeout: 60) == .exited(0) else { throw HarnessError("cc: \(compiler.stderr)") }
+        return try xcallback([Products.xcallback] + arguments, lines: lines, executable: launcher)
+    }
+
+    @Test("a kernel without Landlock: --sandbox auto warns once and runs; --sandbox strict refuses to start")
+    func kernelWithoutLandlock() throws {
+        let fixture = try HostFixture(["Calculator"], isolation: "process")
+        let line = "calc://x-callback-url/add?lhs=1&rhs=2"
+        let auto = try Self.withoutLandlock(fixture.runPrefix, lines: [line])
+        #expect(auto.status == .exited(0), "stderr: \(auto.stderr)")
+        #expect(auto.lines == ["success?result=3"])
+        #expect(auto.stderr.components(separatedBy: "this kernel lacks Landlock").count == 2, "\(auto.stderr)")
+
+        let strict = try Self.withoutLandlock(fixture.runPrefix + ["--sandbox", "strict"], lines: [line])
+        #expect(strict.status != .exited(0))
+        #expect(strict.lines.isEmpty)
+        #expect(strict.stderr.contains("--sandbox strict: this kernel lacks Landlock"), "\(strict.stderr)")
+    }
+}
