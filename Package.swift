@@ -68,7 +68,7 @@ let package = Package(
         .executableTarget(
             name: "xcallback",
             dependencies: [
-                "XCallbackHost",
+                "XCallbackHost", "XCallbackSandbox",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -1,5 +1,5 @@
 import XCallbackURL
-@_exported import XCallbackSandbox
+import XCallbackSandbox
 
 /// How plug-ins run (`--isolation`).
 public enum Isolation: String, Sendable, CaseIterable {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import XCallbackHost
+import XCallbackSandbox
 
 /// Text from a file name or a plug-in, on one line.
 private func shown(_ text: String) -> String { PrintableText.escaping(text) }

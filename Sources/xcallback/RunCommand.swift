@@ -1,6 +1,7 @@
 import ArgumentParser
 import Logging
 import XCallbackHost
+import XCallbackSandbox
 import XCallbackURL
 
 #if canImport(Glibc)

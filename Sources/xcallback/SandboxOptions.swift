@@ -1,5 +1,6 @@
 import ArgumentParser
 import XCallbackHost
+import XCallbackSandbox
 
 /// The sandbox options `run`, `check` and `plugins` share: the two listings
 /// show the sandbox `run` would give each plug-in.

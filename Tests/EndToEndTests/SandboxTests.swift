@@ -155,6 +155,23 @@ struct SandboxTests {
         try Self.runDefaultAttacks(asOtherUser: true)
     }
 
+    @Test("another process of the host's user cannot write into the host's stdout or read its environment",
+          .enabled(if: PeerTrustTests.other != nil, "needs root, to act as another user"),
+          .scaledTimeLimit(minutes: 1))
+    func hostIsNotDumpable() throws {
+        let session = try AttackSession(asOtherUser: true)
+        try session.expectHostAlive()
+        let pid = session.host.pid
+        let intruder = try ChildProcess(PeerTrustTests.asOther([
+            "/bin/sh", "-c", "echo 'success?forged=record' > /proc/\(pid)/fd/1; cat /proc/\(pid)/environ",
+        ]), executable: "/usr/bin/env")
+        #expect(intruder.waitForExit(timeout: 10) != .exited(0))
+        #expect(intruder.stderr.contains("Permission denied"), "\(intruder.stderr)")
+        #expect(intruder.stdout.isEmpty, "read the host's environment: \(intruder.stdout)")
+        try session.expectHostAlive()
+        try session.finish()
+    }
+
     static func grants(readable: String, writable: String, memory: Int = 4096) -> String {
         """
         network = true

@@ -57,8 +57,10 @@ public enum WorkerMain {
         var sandboxError: SandboxError?
         if let sandbox {
             do {
+                // Without the channel (the host could not make it), the kernel answers alone.
+                let supervisor = fcntl(supervisorDescriptor, F_GETFD) >= 0 ? supervisorDescriptor : -1
                 let layers = try WorkerSandbox.enter(sandbox, report: progress?.sandboxReport,
-                                                     readable: loadFolders(pluginPath), supervisor: supervisorDescriptor)
+                                                     readable: loadFolders(pluginPath), supervisor: supervisor)
                 logger.debug("worker \(getpid()): sandbox \(layers.joined(separator: ", ")); \(sandbox.capabilities.summary)")
             } catch {
                 sandboxError = error
