@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <seccomp.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -365,6 +366,43 @@ int xcallback_seccomp_answer(int listener, const xcallback_supervised_call *call
     int result = seccomp_notify_respond(listener, response);
     seccomp_notify_free(request, response);
     return result;
+}
+
+/* --- The group guardian --------------------------------------------------- */
+
+int xcallback_start_group_guardian(void) {
+    pid_t worker = getpid();
+    sigset_t all, previous;
+    sigfillset(&all);
+    /* Blocked before the fork, so the guardian cannot miss its signal. */
+    sigprocmask(SIG_BLOCK, &all, &previous);
+    pid_t guardian = fork();
+    if (guardian != 0) {
+        sigprocmask(SIG_SETMASK, &previous, NULL);
+        return guardian < 0 ? -1 : 0;
+    }
+    /* The guardian: holds no descriptor but one that tells it its worker
+     * exited (nothing of the host's stays open through it). A pidfd, not
+     * PR_SET_PDEATHSIG: the parent-death signal comes from the dying
+     * worker, and Landlock's signal scope stops it at the guardian, which
+     * is outside the worker's domain. */
+    syscall(SYS_close_range, 0, ~0U, 0);
+    int exited = (int)syscall(SYS_pidfd_open, worker, 0);
+    if (exited >= 0) {
+        struct pollfd event = {exited, POLLIN, 0};
+        while (poll(&event, 1, -1) < 0 && errno == EINTR) {}
+    } else if (prctl(PR_SET_PDEATHSIG, SIGHUP, 0, 0, 0) == 0 && getppid() == worker) {
+        /* Kernels before 5.3 have no pidfd, and no Landlock signal scope. */
+        sigset_t hangup;
+        sigemptyset(&hangup);
+        sigaddset(&hangup, SIGHUP);
+        int received;
+        while (sigwait(&hangup, &received) != 0) {}
+    }
+    /* The worker is gone (the host may have been killed too): end every
+     * process a plug-in started, which the sandbox keeps in this group. */
+    kill(-worker, SIGKILL);
+    _exit(0);
 }
 
 /* --- Privileges ----------------------------------------------------------- */

@@ -67,6 +67,12 @@ public enum WorkerSandbox {
         }
         setenv("TMPDIR", plan.scratch, 1)
 
+        if capabilities.processes > 0 {
+            guard xcallback_start_group_guardian() == 0 else {
+                throw SandboxError("cannot start the process-group guardian: \(String(cString: strerror(errno)))")
+            }
+            layers.append("group guardian")
+        }
         let memory = UInt64(capabilities.memoryMiB) << 20
         try limit(Int32(RLIMIT_DATA.rawValue), memory, "memory")
         try limit(Int32(RLIMIT_NOFILE.rawValue), UInt64(capabilities.openFiles), "open_files")

@@ -222,6 +222,23 @@ struct SandboxTests {
                 "\(listing.stdout)")
     }
 
+    @Test("processes a plug-in started die even when its host is killed with SIGKILL",
+          .scaledTimeLimit(minutes: 1))
+    func hostKilledTakesGrandchildren() throws {
+        let scratch = try Scratch()
+        let session = try AttackSession(capabilities: Self.grants(readable: scratch.path, writable: scratch.path))
+        let lingering = try session.attack("linger?count=3")
+        let pids = (lingering.params["result"] ?? "").split(separator: ",")
+            .compactMap { $0.split(separator: ":").first.flatMap { pid_t($0) } }
+        #expect(pids.count == 3, "\(lingering)")
+        let workers = childProcesses(of: session.host.pid)
+        session.host.send(signal: SIGKILL)
+        _ = session.host.waitForExit(timeout: 10)
+        for pid in workers + pids {
+            #expect(waitUntilGone(pid, timeout: TestTiming.scaled(5)), "process \(pid) outlived the killed host")
+        }
+    }
+
     @Test("the operator's --sandbox-config narrows what a plug-in declares, per plug-in file",
           .scaledTimeLimit(minutes: 1))
     func operatorNarrows() throws {

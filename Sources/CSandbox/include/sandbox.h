@@ -78,6 +78,15 @@ int xcallback_seccomp_next_call(int listener, xcallback_supervised_call *call);
 /* Fails `call` with its errno, letting the process go on. */
 int xcallback_seccomp_answer(int listener, const xcallback_supervised_call *call);
 
+/* Forks a guardian for a worker whose plug-in may start processes: it
+ * holds no descriptor, runs no plug-in code, and when the worker dies for
+ * any reason (its host killed with SIGKILL included: the worker dies of
+ * PR_SET_PDEATHSIG), kills the worker's process group, where the sandbox
+ * keeps everything the plug-in started. Call while single-threaded, before
+ * the sandbox (the guardian stays outside it, out of the plug-in's reach:
+ * Landlock's signal scope keeps the sandboxed worker from signalling it). */
+int xcallback_start_group_guardian(void);
+
 /* prctl(PR_SET_NO_NEW_PRIVS, 1). */
 int xcallback_no_new_privileges(void);
 
