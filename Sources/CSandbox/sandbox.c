@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
@@ -285,6 +286,19 @@ int xcallback_seccomp_load(const xcallback_seccomp_grant *grant, int supervisor)
     result |= rule(filter, fatal, "rt_sigqueueinfo", 1, SCMP_A0_32(SCMP_CMP_NE, own));
     result |= rule(filter, fatal, "rt_tgsigqueueinfo", 1, SCMP_A0_32(SCMP_CMP_NE, own));
     result |= rule(filter, fatal, "pidfd_open", 1, SCMP_A0_32(SCMP_CMP_NE, own));
+
+    /* Other processes' limits and priorities: no LSM hook guards them, and
+     * a same-user process may lower them (a host whose file-size limit
+     * shrank to one byte dies of SIGXFSZ at its next record). glibc passes
+     * 0 for "this process" (setrlimit, nice). */
+    result |= rule(filter, fatal, "prlimit64", 1, SCMP_A0_32(SCMP_CMP_NE, 0));
+    result |= rule(filter, fatal, "setpriority", 1, SCMP_A0_32(SCMP_CMP_NE, PRIO_PROCESS));
+    result |= rule(filter, fatal, "setpriority", 1, SCMP_A1_32(SCMP_CMP_NE, 0));
+    const char *const scheduling[] = {"sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr"};
+    for (size_t i = 0; i < sizeof scheduling / sizeof scheduling[0]; i++) {
+        result |= rule(filter, fatal, scheduling[i], 1, SCMP_A0_32(SCMP_CMP_EQ, parent));
+    }
+    result |= rule(filter, fatal, "ioprio_set", 1, SCMP_A1_32(SCMP_CMP_EQ, parent));
 
     if (!grant->network) result |= soft(filter, supervised, "socket", 0, none);
     if (!grant->exec) {

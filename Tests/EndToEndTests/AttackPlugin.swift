@@ -17,6 +17,7 @@ enum AttackPlugin {
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/ptrace.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -218,6 +219,29 @@ static void forge(const xcallback_request *request, xcallback_reply reply, void 
     done(reply, "forged");
 }
 
+/* sigio: asks for SIGIO on a pipe on the host's behalf (F_SETOWN), then
+ * makes the pipe readable: SIGIO's default action ends a process. */
+static void send_sigio(const xcallback_request *request, xcallback_reply reply, void *unused) {
+    (void)request; (void)unused;
+    int ends[2];
+    if (pipe(ends) != 0) { failed(reply, "pipe"); return; }
+    if (fcntl(ends[0], F_SETOWN, getppid()) != 0) { failed(reply, "F_SETOWN"); return; }
+    if (fcntl(ends[0], F_SETFL, O_ASYNC | O_NONBLOCK) != 0) { failed(reply, "O_ASYNC"); return; }
+    (void)write(ends[1], "x", 1);
+    close(ends[0]);
+    close(ends[1]);
+    done(reply, "sent");
+}
+
+/* prlimit: shrinks the host's file-size limit, so its next record write
+ * would die of SIGXFSZ. */
+static void limit_host(const xcallback_request *request, xcallback_reply reply, void *unused) {
+    (void)request; (void)unused;
+    struct rlimit tiny = { 1, 1 };
+    if (prlimit(getppid(), RLIMIT_FSIZE, &tiny, NULL) != 0) { failed(reply, "prlimit"); return; }
+    done(reply, "limited");
+}
+
 static void trace_host(const xcallback_request *request, xcallback_reply reply, void *unused) {
     (void)request; (void)unused;
     if (ptrace(PTRACE_ATTACH, getppid(), NULL, NULL) != 0) { failed(reply, "ptrace"); return; }
@@ -250,7 +274,7 @@ XCALLBACK_EXPORT int xcallback_plugin_register(const xcallback_host_api *api, xc
         {"read", read_file}, {"write", write_file}, {"connect", connect_port}, {"exec", exec_shell},
         {"system", run_system}, {"forkbomb", fork_bomb}, {"linger", linger}, {"fds", open_many},
         {"alloc", allocate}, {"killhost", kill_host}, {"killsiblings", kill_siblings}, {"forge", forge},
-        {"ptrace", trace_host}, {"vmwrite", write_host_memory}, {"mount", mount_tmpfs}, {"bpf", load_bpf},
+        {"sigio", send_sigio}, {"prlimit", limit_host}, {"ptrace", trace_host}, {"vmwrite", write_host_memory}, {"mount", mount_tmpfs}, {"bpf", load_bpf},
     };
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
         int rc = api->register_action(plugin, "attack", routes[i].action, routes[i].handler, NULL);

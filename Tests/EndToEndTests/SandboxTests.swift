@@ -127,10 +127,15 @@ struct SandboxTests {
 
         // Reaching into the host: refused; nothing forged reaches its stdout.
         expectDenied(try session.attack("forge"), "open the host's stdout: Permission denied")
+        // A SIGIO the kernel would send the host on the plug-in's behalf is
+        // stopped (Landlock's signal scope); the host lives.
+        _ = try session.attack("sigio")
+        try session.expectHostAlive()
 
         // Dangerous calls end the worker; the host and its other workers live.
         for (route, call) in [("killhost", "kill"), ("killsiblings", "kill"), ("ptrace", "ptrace"),
-                              ("vmwrite", "process_vm_writev"), ("mount", "mount"), ("bpf", "bpf")] {
+                              ("vmwrite", "process_vm_writev"), ("mount", "mount"), ("bpf", "bpf"),
+                              ("prlimit", "prlimit64")] {
             expectViolation(try session.attack(route), call: call)
             try session.expectHostAlive()
         }
