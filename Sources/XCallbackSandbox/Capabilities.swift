@@ -20,6 +20,9 @@ public struct Capabilities: Sendable, Equatable {
     public var openFiles = 128
     /// Processes it may start (0: none; `fork` fails with EAGAIN).
     public var processes = 0
+    /// Names of the host's environment variables it sees, beyond the few
+    /// every worker gets (`SandboxEnvironment.alwaysPassed`).
+    public var environment: [String] = []
 
     public init() {}
 
@@ -36,6 +39,7 @@ public struct Capabilities: Sendable, Equatable {
         if let memory = ceiling.memoryMiB { result.memoryMiB = min(result.memoryMiB, memory) }
         if let files = ceiling.openFiles { result.openFiles = min(result.openFiles, files) }
         if let processes = ceiling.processes { result.processes = min(result.processes, processes) }
+        if let names = ceiling.environment { result.environment = result.environment.filter(names.contains) }
         return result
     }
 
@@ -56,6 +60,7 @@ public struct Capabilities: Sendable, Equatable {
         if exec { parts.append("exec") }
         if !filesRead.isEmpty { parts.append("read " + filesRead.joined(separator: ",")) }
         if !filesWrite.isEmpty { parts.append("write " + filesWrite.joined(separator: ",")) }
+        if !environment.isEmpty { parts.append("environment " + environment.joined(separator: ",")) }
         if parts.isEmpty { parts.append("no network, no exec") }
         parts.append("memory \(memoryMiB) MiB")
         parts.append("\(openFiles) files")
@@ -74,6 +79,7 @@ public struct CapabilityCeiling: Sendable, Equatable {
     public var memoryMiB: Int?
     public var openFiles: Int?
     public var processes: Int?
+    public var environment: [String]?
 
     public init() {}
 
@@ -88,6 +94,7 @@ public struct CapabilityCeiling: Sendable, Equatable {
         result.memoryMiB = specific.memoryMiB ?? memoryMiB
         result.openFiles = specific.openFiles ?? openFiles
         result.processes = specific.processes ?? processes
+        result.environment = specific.environment ?? environment
         return result
     }
 }

@@ -17,12 +17,13 @@ public struct CapabilityFileError: Error, CustomStringConvertible, Sendable {
 /// memory = 256        # MiB
 /// open_files = 512
 /// processes = 4
+/// environment = ["WEATHER_API_KEY"]
 /// [files]
 /// read = ["/usr/share/dict"]
 /// write = ["/var/lib/myplugin"]
 /// ```
 enum CapabilityKeys {
-    static let top = ["network", "exec", "memory", "open_files", "processes", "files"]
+    static let top = ["network", "exec", "memory", "open_files", "processes", "environment", "files"]
     static let files = ["read", "write"]
     /// Past these a number is a typo, not a plan.
     static let maxMemoryMiB = 1 << 20
@@ -38,6 +39,7 @@ enum CapabilityKeys {
         ceiling.memoryMiB = try number("memory", in: table, file: file, max: maxMemoryMiB, min: 16)
         ceiling.openFiles = try number("open_files", in: table, file: file, max: maxOpenFiles, min: 16)
         ceiling.processes = try number("processes", in: table, file: file, max: maxProcesses, min: 0)
+        ceiling.environment = try names("environment", in: table, file: file)
         if let value = table["files"] {
             guard let files = value.table else { throw CapabilityFileError("\(file): 'files' must be a table ([files])") }
             try refuseUnknown(in: files, allowed: Self.files, context: "\(file) [files]")
@@ -75,6 +77,19 @@ enum CapabilityKeys {
             throw CapabilityFileError("\(file): '\(key)' must be a whole number from \(min) to \(max)")
         }
         return number
+    }
+
+    private static func names(_ key: String, in table: TOMLTable, file: String) throws(CapabilityFileError) -> [String]? {
+        guard let value = table[key] else { return nil }
+        guard let array = value.array else { throw CapabilityFileError("\(file): '\(key)' must be a list of variable names") }
+        var result: [String] = []
+        for element in array {
+            guard let name = element.string, !name.isEmpty, !name.contains("="), !name.contains("\0") else {
+                throw CapabilityFileError("\(file): '\(key)' holds \(element.debugDescription): each entry must be a variable name")
+            }
+            result.append(name)
+        }
+        return result
     }
 
     private static func paths(_ key: String, in table: TOMLTable, file: String) throws(CapabilityFileError) -> [String]? {
@@ -131,6 +146,7 @@ public enum CapabilityDeclaration {
         declared.memoryMiB = ceiling.memoryMiB ?? declared.memoryMiB
         declared.openFiles = ceiling.openFiles ?? declared.openFiles
         declared.processes = ceiling.processes ?? declared.processes
+        declared.environment = ceiling.environment ?? []
         return declared
     }
 }

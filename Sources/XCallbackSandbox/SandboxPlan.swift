@@ -27,6 +27,7 @@ public struct SandboxPlan: Sendable, Equatable {
         ]
         fields += capabilities.filesRead.map { ("read", $0) }
         fields += capabilities.filesWrite.map { ("write", $0) }
+        fields += capabilities.environment.map { ("environment", $0) }
         return fields.map { "\($0)=\(Self.escape($1))" }.joined(separator: "&")
     }
 
@@ -48,6 +49,7 @@ public struct SandboxPlan: Sendable, Equatable {
             case "strict": strict = value == "1"
             case "read": capabilities.filesRead.append(value)
             case "write": capabilities.filesWrite.append(value)
+            case "environment": capabilities.environment.append(value)
             default: return nil
             }
         }

@@ -242,6 +242,15 @@ static void limit_host(const xcallback_request *request, xcallback_reply reply, 
     done(reply, "limited");
 }
 
+/* env?name=N: the variable's value, if the worker has it. */
+static void read_environment(const xcallback_request *request, xcallback_reply reply, void *unused) {
+    (void)unused;
+    const char *name = parameter(request, "name");
+    const char *value = getenv(name ? name : "HOME");
+    if (value == NULL) { host->reply_error(reply, "Unset", "no such variable", NULL); return; }
+    done(reply, value);
+}
+
 static void trace_host(const xcallback_request *request, xcallback_reply reply, void *unused) {
     (void)request; (void)unused;
     if (ptrace(PTRACE_ATTACH, getppid(), NULL, NULL) != 0) { failed(reply, "ptrace"); return; }
@@ -274,7 +283,7 @@ XCALLBACK_EXPORT int xcallback_plugin_register(const xcallback_host_api *api, xc
         {"read", read_file}, {"write", write_file}, {"connect", connect_port}, {"exec", exec_shell},
         {"system", run_system}, {"forkbomb", fork_bomb}, {"linger", linger}, {"fds", open_many},
         {"alloc", allocate}, {"killhost", kill_host}, {"killsiblings", kill_siblings}, {"forge", forge},
-        {"sigio", send_sigio}, {"prlimit", limit_host}, {"ptrace", trace_host}, {"vmwrite", write_host_memory}, {"mount", mount_tmpfs}, {"bpf", load_bpf},
+        {"env", read_environment}, {"sigio", send_sigio}, {"prlimit", limit_host}, {"ptrace", trace_host}, {"vmwrite", write_host_memory}, {"mount", mount_tmpfs}, {"bpf", load_bpf},
     };
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
         int rc = api->register_action(plugin, "attack", routes[i].action, routes[i].handler, NULL);

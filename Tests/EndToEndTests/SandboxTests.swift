@@ -20,7 +20,8 @@ struct SandboxTests {
         let host: ChildProcess
         private var answered = 0
 
-        init(capabilities: String? = nil, arguments: [String] = [], asOtherUser: Bool = false) throws {
+        init(capabilities: String? = nil, arguments: [String] = [], asOtherUser: Bool = false,
+             environment: [String: String]? = nil) throws {
             fixture = try HostFixture(["Calculator"], isolation: "process")
             try TestPlugin.build(AttackPlugin.name, source: AttackPlugin.source, into: fixture.plugins)
             if let capabilities {
@@ -33,7 +34,7 @@ struct SandboxTests {
                 host = try ChildProcess(PeerTrustTests.asOther([Products.xcallback] + command),
                                         executable: "/usr/bin/env", stdin: .pipe)
             } else {
-                host = try ChildProcess(command, stdin: .pipe)
+                host = try ChildProcess(command, stdin: .pipe, environment: environment)
             }
         }
 
@@ -225,6 +226,22 @@ struct SandboxTests {
         let listing = try xcallback(["plugins", "--plugins", session.fixture.plugins])
         #expect(listing.lines.contains { $0.contains("attacker") && $0.contains("sandbox: network, exec, read \(readable), write \(writable)") && $0.contains("8 processes") },
                 "\(listing.stdout)")
+    }
+
+    @Test("a worker sees the host's locale and PATH, not its secrets, unless it declares them",
+          .scaledTimeLimit(minutes: 1))
+    func environmentStaysWithTheHost() throws {
+        var environment = ProcessInfo.processInfo.environment.filter { $0.key != "XCALLBACK_PLUGIN_PATH" }
+        environment["DATABASE_PASSWORD"] = "hunter2"
+        environment["WEATHER_API_KEY"] = "k-123"
+        environment["LC_TIME"] = "C"
+        let session = try AttackSession(capabilities: "environment = [\"WEATHER_API_KEY\"]\n",
+                                        environment: environment)
+        #expect(try session.attack("env?name=DATABASE_PASSWORD").errorCode == "Unset")
+        #expect(try session.attack("env?name=WEATHER_API_KEY").params["result"] == "k-123")
+        #expect(try session.attack("env?name=LC_TIME").params["result"] == "C")
+        #expect(try session.attack("env?name=PATH").params["result"] == environment["PATH"])
+        try session.finish()
     }
 
     @Test("processes a plug-in started die even when its host is killed with SIGKILL",

@@ -56,7 +56,7 @@ public enum PluginProbe {
         let library = ChildDescriptors.Placement(descriptor: file.descriptor, number: WorkerMain.libraryDescriptor)
         let status = ChildDescriptors.withFileActions(stdout: output[1], placing: [library]) { actions in
             ChildSignals.withSpawnAttributes(resetting: [SIGPIPE]) { attributes in
-                ChildEnvironment.withEnvironment { posix_spawn(&pid, executable, &actions, &attributes, arguments, $0) }
+                ChildEnvironment.withEnvironment(for: plan) { posix_spawn(&pid, executable, &actions, &attributes, arguments, $0) }
             }
         }
         close(output[1])

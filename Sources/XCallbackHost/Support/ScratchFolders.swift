@@ -46,7 +46,7 @@ final class ScratchFolders: Sendable {
         guard mkdtemp(&template) != nil else {
             return .failure(PluginLoadError(path: pluginPath, reason: .other("cannot make a scratch folder in \(base): \(String(cString: strerror(errno)))")))
         }
-        return .success(String(cString: template))
+        return .success(String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self))
     }
 
     /// Removes every folder and what plug-ins left in them.

@@ -131,7 +131,7 @@ final class WorkerProcess: Sendable {
         var pid = pid_t()
         let status = ChildDescriptors.withFileActions(placing: placements) { actions in
             ChildSignals.withSpawnAttributes(resetting: [SIGPIPE]) { attributes in
-                ChildEnvironment.withEnvironment { posix_spawn(&pid, executable, &actions, &attributes, arguments, $0) }
+                ChildEnvironment.withEnvironment(for: plan) { posix_spawn(&pid, executable, &actions, &attributes, arguments, $0) }
             }
         }
         close(child)
