@@ -29,6 +29,7 @@ struct CapabilityFileTests {
               ("[files]\nwrite = [\"/a/../etc\"]", "each entry must be an absolute path without '..'"),
               ("[files]\nexecute = []", "unknown key 'execute'"),
               ("network = ", "invalid TOML"),
+              ("environment = [\"A=B\"]", "each entry must be a variable name"),
           ])
     func mistakes(text: String, message: String) {
         #expect {
@@ -62,6 +63,11 @@ struct CapabilityFileTests {
         var reads = CapabilityCeiling()
         reads.filesRead = ["/srv/data"]
         #expect(declared.narrowed(by: reads).filesRead == ["/srv/data/a"])
+        var names = CapabilityCeiling()
+        names.environment = ["B", "C"]
+        var wanting = declared
+        wanting.environment = ["A", "B"]
+        #expect(wanting.narrowed(by: names).environment == ["B"])
         // An operator cannot grant what was not declared.
         var generous = CapabilityCeiling()
         generous.processes = 100
