@@ -75,6 +75,10 @@ public enum WorkerSandbox {
         }
         let memory = UInt64(capabilities.memoryMiB) << 20
         try limit(Int32(RLIMIT_DATA.rawValue), memory, "memory")
+        // Shared mappings (MAP_SHARED, memfd) are not data: bound them with
+        // the address space, leaving room for what is reserved but not used
+        // (malloc's per-thread arenas reserve 64 MiB each).
+        try limit(Int32(RLIMIT_AS.rawValue), 2 * memory + (1 << 30), "address space")
         try limit(Int32(RLIMIT_NOFILE.rawValue), UInt64(capabilities.openFiles), "open_files")
         try limit(Int32(RLIMIT_CORE.rawValue), 0, "core dumps")
         if capabilities.processes > 0 && getuid() != 0 {

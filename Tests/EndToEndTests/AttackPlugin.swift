@@ -15,6 +15,7 @@ enum AttackPlugin {
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
@@ -187,6 +188,18 @@ static void allocate(const xcallback_request *request, xcallback_reply reply, vo
     done(reply, "allocated");
 }
 
+/* sharedalloc?mib=N: N MiB of shared anonymous memory, touched: not data,
+ * so RLIMIT_DATA alone would not see it. */
+static void allocate_shared(const xcallback_request *request, xcallback_reply reply, void *unused) {
+    (void)unused;
+    const char *mib_text = parameter(request, "mib");
+    size_t size = (size_t)(mib_text ? atoi(mib_text) : 1024) << 20;
+    char *memory = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (memory == MAP_FAILED) { failed(reply, "mmap"); return; }
+    munmap(memory, size);
+    done(reply, "mapped");
+}
+
 /* killhost: SIGKILL to the host. */
 static void kill_host(const xcallback_request *request, xcallback_reply reply, void *unused) {
     (void)request; (void)unused;
@@ -282,7 +295,7 @@ XCALLBACK_EXPORT int xcallback_plugin_register(const xcallback_host_api *api, xc
     struct { const char *action; xcallback_handler handler; } routes[] = {
         {"read", read_file}, {"write", write_file}, {"connect", connect_port}, {"exec", exec_shell},
         {"system", run_system}, {"forkbomb", fork_bomb}, {"linger", linger}, {"fds", open_many},
-        {"alloc", allocate}, {"killhost", kill_host}, {"killsiblings", kill_siblings}, {"forge", forge},
+        {"alloc", allocate}, {"sharedalloc", allocate_shared}, {"killhost", kill_host}, {"killsiblings", kill_siblings}, {"forge", forge},
         {"env", read_environment}, {"sigio", send_sigio}, {"prlimit", limit_host}, {"ptrace", trace_host}, {"vmwrite", write_host_memory}, {"mount", mount_tmpfs}, {"bpf", load_bpf},
     };
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {

@@ -298,6 +298,8 @@ struct SandboxTests {
         #expect(record.errorCode == "MemoryLimit", "\(record)")
         #expect(record.params["errorMessage"]?.contains("memory ceiling of 64 MiB") == true, "\(record)")
         #expect(try session.attack("alloc?mib=16").params["result"] == "allocated")
+        // Shared memory is not data; the address-space ceiling bounds it.
+        Self.expectDenied(try session.attack("sharedalloc?mib=4096"), "mmap: Cannot allocate memory")
         try session.expectHostAlive()
         try session.finish()
     }
