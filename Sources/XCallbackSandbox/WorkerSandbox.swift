@@ -62,9 +62,6 @@ public enum WorkerSandbox {
         let capabilities = plan.capabilities
         var layers: [String] = []
 
-        guard chdir(plan.scratch) == 0 else {
-            throw SandboxError("cannot enter the scratch folder \(plan.scratch): \(String(cString: strerror(errno)))")
-        }
         setenv("TMPDIR", plan.scratch, 1)
 
         if capabilities.processes > 0 {
@@ -121,6 +118,16 @@ public enum WorkerSandbox {
             layers.append(supervisor >= 0 ? "seccomp (supervised)" : "seccomp")
         }
         return layers
+    }
+
+    /// Makes the scratch folder the current folder, so relative paths a
+    /// plug-in writes land there. Called once the plug-in is loaded, not
+    /// before: a binding manifest may name its library relative to itself,
+    /// and the host names plug-ins relative to its own folder.
+    public static func enterScratch(_ plan: SandboxPlan) throws(SandboxError) {
+        guard chdir(plan.scratch) == 0 else {
+            throw SandboxError("cannot enter the scratch folder \(plan.scratch): \(String(cString: strerror(errno)))")
+        }
     }
 
     private static func landlockRuleset(_ plan: SandboxPlan, abi: Int, readable: [String]) throws(SandboxError) -> Int32 {

@@ -304,6 +304,28 @@ struct SandboxTests {
         try session.finish()
     }
 
+    @Test("a relative plug-in folder and a manifest naming its library relative to itself still load")
+    func relativePaths() throws {
+        let scratch = try Scratch()
+        let plugins = scratch.file("plugins")
+        #expect(mkdir(plugins, 0o755) == 0)
+        try TestPlugin.build("Answer", source: """
+            int answer(int x) { return x + 1; }
+            """, into: plugins)
+        try Data("""
+            name = "answer"
+            version = "1.0.0"
+            library = "./libAnswer.so"
+            scheme = "answer"
+            [[function]]
+            declaration = "int answer(int x)"
+            """.utf8).write(to: URL(fileURLWithPath: plugins + "/answer.xcallback.toml"))
+        let child = try ChildProcess(["/bin/sh", "-c", "cd \(scratch.path) && exec \(Products.xcallback) run --plugins plugins"],
+                                     executable: "/usr/bin/env", stdin: .bytes(Array("answer://x-callback-url/answer?x=41\n".utf8)))
+        #expect(child.waitForExit(timeout: 20) == .exited(0), "\(child.stderr)")
+        #expect(child.stdoutLines == ["success?result=42"], "\(child.stdout) \(child.stderr)")
+    }
+
     @Test("a malformed capability file refuses the plug-in, naming the file and the key", .scaledTimeLimit(minutes: 1))
     func malformedDeclaration() throws {
         let session = try AttackSession(capabilities: "netwrok = true\n")

@@ -92,6 +92,15 @@ public enum WorkerMain {
             writer.flush()
             return 0
         }
+        if let sandbox {
+            do {
+                try WorkerSandbox.enterScratch(sandbox)
+            } catch {
+                send(.loadFailed(message: "\(PrintableText.escaping(pluginPath)): \(error)"))
+                writer.flush()
+                return 0
+            }
+        }
         let info = plugin.info
         send(.ready(version: WorkerFrame.protocolVersion,
                     info: .init(name: info.name, version: info.version, summary: info.summary,
