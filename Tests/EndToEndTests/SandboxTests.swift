@@ -208,6 +208,7 @@ struct SandboxTests {
         #expect(access(writable + "/made", F_OK) == 0)
         #expect(try session.attack("connect?port=\(port)").params["result"] == "connected")
         #expect(try session.attack("exec").params["result"] == "status 7")
+        #expect(try session.attack("system").params["result"] == "status 0")
         let descriptors = try session.attack("fds")
         #expect((Int(descriptors.params["result"] ?? "") ?? 0) > 128, "\(descriptors)")
         // Still refused: what no capability grants.
