@@ -268,6 +268,9 @@ enum RouteMatcherProperties {
     /// compared lexicographically; ties go to the earlier route, then the earlier alternative.
     private static func bruteForce(_ request: Request, _ routes: [(pattern: RoutePattern, value: Int)]) -> [Expected] {
         let segments = [request.host] + request.path
+        // Literals compare with the host ASCII-lowercased (RFC 3986: it is case-insensitive);
+        // an argument takes it as spelled.
+        let keys = [String(decoding: request.host.utf8.map(asciiLowercased), as: UTF8.self)] + request.path
         var found: [Expected] = []
         for (pattern, value) in routes where pattern.scheme.utf8.elementsEqual(request.scheme.utf8.map(asciiLowercased)) {
             var best: Expected?
@@ -277,7 +280,7 @@ enum RouteMatcherProperties {
                 guard endsInWildcard ? alternative.count - 1 <= segments.count : alternative.count == segments.count,
                       alternative.indices.allSatisfy({ position in
                           switch alternative[position] {
-                          case .literal(let literal): return sameBytes(literal, segments[position])
+                          case .literal(let literal): return sameBytes(literal, keys[position])
                           case .argument: return !segments[position].isEmpty
                           case .wildcard: return true
                           }
@@ -288,7 +291,7 @@ enum RouteMatcherProperties {
                 for (position, segment) in alternative.enumerated() {
                     switch segment {
                     case .literal(let literal):
-                        guard position < segments.count, sameBytes(literal, segments[position]) else { continue alternatives }
+                        guard position < segments.count, sameBytes(literal, keys[position]) else { continue alternatives }
                         key.append(0)
                     case .argument(let name):
                         guard position < segments.count, !segments[position].isEmpty else { continue alternatives }

@@ -21,6 +21,8 @@ public struct RouteMatches<Value: Sendable>: Sequence, IteratorProtocol, Sendabl
 
     private let table: RouteTable<Value>
     private let host: String
+    /// `host` as host literals are stored (ASCII-lowercased).
+    private let hostKey: String
     private let path: [String]
     private var stack: [Frame] = []
     /// Routes already offered that could be offered again through another alternative.
@@ -29,6 +31,7 @@ public struct RouteMatches<Value: Sendable>: Sequence, IteratorProtocol, Sendabl
     init(table: RouteTable<Value>, root: Int?, host: String, path: [String]) {
         self.table = table
         self.host = host
+        self.hostKey = RouteTrie.hostKey(host)
         self.path = path
         if let root {
             // The walk is never deeper than the longest route; don't trust a huge request.
@@ -50,7 +53,8 @@ public struct RouteMatches<Value: Sendable>: Sequence, IteratorProtocol, Sendabl
                     continue
                 }
                 stack[top].step = .argumentChild
-                if let child = table.trie.nodes[frame.node].literals[ByteExactText(segment(frame.depth))] {
+                let literal = frame.depth == 0 ? hostKey : segment(frame.depth)
+                if let child = table.trie.nodes[frame.node].literals[ByteExactText(literal)] {
                     stack.append(Frame(node: child, depth: frame.depth + 1, step: .literalChild))
                 }
             case .argumentChild:

@@ -2,7 +2,8 @@
 ///
 /// The URL host is the first segment and the path segments follow, so one model covers
 /// x-callback-url actions, controller/action routes and free patterns alike. The scheme
-/// and an `x-callback-url` host are lowercased; every other segment is case-sensitive.
+/// and a literal host are compared case-insensitively (ASCII, RFC 3986); every other
+/// segment is case-sensitive.
 /// Literal segments may use `%XX` escapes; they are decoded and compared with the
 /// (decoded) segments of the request.
 ///

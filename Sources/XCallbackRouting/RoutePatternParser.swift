@@ -193,10 +193,9 @@ struct RoutePatternParser {
         guard let literal = String(validating: decoded, as: UTF8.self) else {
             throw error(start, .malformedPercentEscape, "percent escapes in this segment decode to invalid UTF-8")
         }
-        // The URL parser lowercases this one host, so the pattern must match that spelling.
-        if isHost, literal.utf8.count == 14, literal.lowercased() == "x-callback-url" {
-            return "x-callback-url"
-        }
+        // The host is case-insensitive (RFC 3986 3.2.2; SPEC 1): stored
+        // ASCII-lowercased, and requests' hosts are looked up the same way.
+        if isHost { return RouteTrie.hostKey(literal) }
         return literal
     }
 

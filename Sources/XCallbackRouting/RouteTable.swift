@@ -95,7 +95,8 @@ public struct RouteTable<Value: Sendable>: Sendable {
     }
 
     /// Candidates for a request, best first, computed lazily as they are asked for.
-    /// `scheme` is compared case-insensitively, `host` and `path` exactly.
+    /// `scheme` and a literal `host` are compared case-insensitively (ASCII), `path` exactly;
+    /// an argument bound to the host gets it as the request spelled it.
     public func matches(scheme: String, host: String, path: [String]) -> RouteMatches<Value> {
         RouteMatches(table: self, root: trie.roots[Self.lowercased(scheme)], host: host, path: path)
     }

@@ -101,20 +101,30 @@ struct RouteTrie: Sendable {
     /// wildcards of the current node; once the request is used up, the exact endings
     /// before the wildcards (which then match nothing).
     func firstEnding(root: Int, host: String, path: [String]) -> Ending? {
-        firstEnding(node: root, depth: 0, host: host, path: path)
+        firstEnding(node: root, depth: 0, host: host, hostKey: Self.hostKey(host), path: path)
     }
 
-    private func firstEnding(node: Int, depth: Int, host: String, path: [String]) -> Ending? {
+    /// The host as its literals are stored: ASCII-lowercased (RFC 3986 3.2.2:
+    /// the host is case-insensitive). Hosts are nearly always lowercase
+    /// already: check before copying.
+    static func hostKey(_ host: String) -> String {
+        for byte in host.utf8 where byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") {
+            return String(decoding: host.utf8.map { $0 >= 65 && $0 <= 90 ? $0 | 0x20 : $0 }, as: UTF8.self)
+        }
+        return host
+    }
+
+    private func firstEnding(node: Int, depth: Int, host: String, hostKey: String, path: [String]) -> Ending? {
         if depth == path.count + 1 {
             if let ending = nodes[node].endings.first { return ending }
         } else {
             let segment = depth == 0 ? host : path[depth - 1]
-            if let child = nodes[node].literals[ByteExactText(segment)],
-               let ending = firstEnding(node: child, depth: depth + 1, host: host, path: path) {
+            if let child = nodes[node].literals[ByteExactText(depth == 0 ? hostKey : segment)],
+               let ending = firstEnding(node: child, depth: depth + 1, host: host, hostKey: hostKey, path: path) {
                 return ending
             }
             if !segment.isEmpty, let child = nodes[node].argument,
-               let ending = firstEnding(node: child, depth: depth + 1, host: host, path: path) {
+               let ending = firstEnding(node: child, depth: depth + 1, host: host, hostKey: hostKey, path: path) {
                 return ending
             }
         }

@@ -18,9 +18,10 @@ import Testing
         #expect(pattern.alternatives == [[.literal("x-callback-url"), .literal("Add")]])
     }
 
-    @Test func otherHostsAndPathSegmentsKeepTheirCase() throws {
+    @Test func everyHostIsLowercasedAndPathSegmentsKeepTheirCase() throws {
         let pattern = try RoutePattern("myapp://Alert/Show/X-Callback-URL")
-        #expect(pattern.alternatives == [[.literal("Alert"), .literal("Show"), .literal("X-Callback-URL")]])
+        #expect(pattern.alternatives == [[.literal("alert"), .literal("Show"), .literal("X-Callback-URL")]])
+        #expect(pattern.text == "myapp://Alert/Show/X-Callback-URL")
     }
 
     @Test func argumentsAndWildcard() throws {

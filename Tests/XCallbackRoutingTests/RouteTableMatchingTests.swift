@@ -152,12 +152,24 @@ import Testing
         #expect(table.first("calc://x-callback-url/add")?.value == "calc://X-Callback-URL/add")
     }
 
-    @Test func pathSegmentsAndOtherHostsAreCaseSensitive() throws {
+    @Test func pathSegmentsAreCaseSensitive() throws {
         let table = try makeTable(["calc://x-callback-url/add", "myapp://alert/show"])
         #expect(table.first("calc://x-callback-url/Add") == nil)
         #expect(table.first("calc://x-callback-url/ADD") == nil)
-        #expect(table.first("myapp://Alert/show") == nil)
         #expect(table.first("myapp://alert/Show") == nil)
+    }
+
+    /// RFC 3986 3.2.2 and SPEC 1: `HTTP://Example.COM/a` reaches `http://example.com/a`,
+    /// whatever the host; an argument bound to the host keeps the request's spelling.
+    @Test func everyHostIsCaseInsensitive() throws {
+        let table = try makeTable(["myapp://alert/show", "http://Example.COM/a", "files://:volume/list"])
+        #expect(table.first("myapp://Alert/show")?.value == "myapp://alert/show")
+        #expect(table.first("MYAPP://ALERT/show")?.value == "myapp://alert/show")
+        #expect(table.first("HTTP://example.com/a")?.value == "http://Example.COM/a")
+        #expect(table.first("http://EXAMPLE.com/a")?.value == "http://Example.COM/a")
+        #expect(table.first("files://Backup/list")?.arguments.first?.value == "Backup")
+        var candidates = table.matches(scheme: "Http", host: "eXample.com", path: ["a"])
+        #expect(candidates.next()?.value == "http://Example.COM/a")
     }
 
     @Test func percentEscapedLiteralMatchesTheDecodedSegment() throws {
