@@ -42,6 +42,11 @@ struct RoutePatternParser {
 
     mutating func parse() throws(RoutePatternError) -> Parsed {
         let scheme = try parseScheme()
+        // `scheme://` alone is the scheme's root route: an empty host and no
+        // path, as `myapp://` (or `myapp://?x=1`) is requested.
+        if position == bytes.count {
+            return Parsed(scheme: scheme, alternatives: [[.literal("")]], argumentNames: [])
+        }
         var elements = [try parseSegment(isHost: true)]
         try parseItems(into: &elements, groupOpenedAt: nil)
         let names = try argumentNames(of: elements)
@@ -131,7 +136,8 @@ struct RoutePatternParser {
         let start = position
         guard position < bytes.count, !bytes[position].isDelimiter else {
             if isHost {
-                throw error(start, .missingHost, "expected a host after '://' (a name, ':name' or '*')")
+                throw error(start, .missingHost,
+                            "expected a host after '://' (a name, ':name' or '*'; the scheme's root route is '\(String(decoding: bytes[0..<start], as: UTF8.self))' alone)")
             }
             throw error(start, .emptySegment, "empty segment: expected a name, ':name' or '*' after '/'")
         }

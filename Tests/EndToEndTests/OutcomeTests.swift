@@ -7,22 +7,6 @@ struct OutcomeTests {
     static let divideByZero = errorLine(code: "DivisionByZero", message: "cannot divide by zero", domain: "calc")
     static let failed = errorLine(code: "Failed", message: "the faulty plug-in failed on purpose", domain: "faulty")
 
-    @Test("scheme and host are case-insensitive whatever the host (SPEC 1); path segments are not",
-          arguments: ["none", "process"])
-    func caseInsensitiveSchemeAndHost(isolation: String) throws {
-        let host = try HostFixture(["Alert", "Pokedex"], isolation: isolation)
-        let result = try host.run(["-k"], lines: [
-            "MYAPP://Alert/show?title=a&message=b",
-            "Pokedex://POKEMONS/25",
-            "myapp://alert/SHOW?title=a&message=b",
-        ])
-        #expect(result.status == .exited(0), "\(result.stderr)")
-        #expect(result.lines.count == 3)
-        #expect(result.lines.first == "success?title=a&message=b")
-        #expect(result.lines.dropFirst().first == "success?name=Pikachu")
-        #expect(result.lines.last?.hasPrefix("error?errorCode=NotFoundAction") == true, "\(result.lines)")
-    }
-
     @Test("each outcome goes to its own callback URL (url format)")
     func outcomesWithCallbacksURL() throws {
         let host = try HostFixture()

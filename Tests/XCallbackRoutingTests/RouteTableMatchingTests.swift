@@ -159,6 +159,15 @@ import Testing
         #expect(table.first("myapp://alert/Show") == nil)
     }
 
+    /// `scheme://` alone is the scheme's root; `scheme://host` a host with no path.
+    @Test func rootAndHostOnlyRoutes() throws {
+        let table = try makeTable(["myapp://", "myapp://home", "myapp://:anything"])
+        #expect(table.firstMatch(scheme: "myapp", host: "", path: [])?.value == "myapp://")
+        #expect(table.firstMatch(scheme: "MyApp", host: "HOME", path: [])?.value == "myapp://home")
+        #expect(table.firstMatch(scheme: "myapp", host: "other", path: [])?.value == "myapp://:anything")
+        #expect(table.firstMatch(scheme: "myapp", host: "", path: ["x"]) == nil)
+    }
+
     /// RFC 3986 3.2.2 and SPEC 1: `HTTP://Example.COM/a` reaches `http://example.com/a`,
     /// whatever the host; an argument bound to the host keeps the request's spelling.
     @Test func everyHostIsCaseInsensitive() throws {
