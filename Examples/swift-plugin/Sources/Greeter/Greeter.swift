@@ -1,0 +1,35 @@
+import XCallbackPluginKit
+
+/// greeter://x-callback-url/greet?name=Ada  ->  success?greeting=Hello%2C%20Ada%21
+/// greeter://people/:name                    ->  the same, the name from the path
+let greeter = Plugin(
+    name: "greeter", version: "1.0.0",
+    summary: "Greets people: greeter://x-callback-url/greet?name="
+) { routes in
+    routes.action("greeter", "greet") { request in
+        try greet(request.parameter("name", as: String.self))
+    }
+    routes.pattern("greeter://people/:name") { request in
+        try greet(request.argument("name", as: String.self))
+    }
+}
+
+private func greet(_ name: String) throws -> Reply {
+    guard !name.isEmpty else { throw EmptyName() }
+    return .success(["greeting": "Hello, \(name)!"])
+}
+
+/// A thrown error that is not a `PluginError`: its code is the type's name,
+/// its domain the plug-in's name ("greeter").
+struct EmptyName: Error, CustomStringConvertible {
+    var description: String { "the name is empty" }
+}
+
+// The two C entry points the host looks up; everything else is the kit's.
+@_cdecl("xcallback_plugin_descriptor")
+public func greeterDescriptor() -> UnsafeRawPointer { greeter.descriptor }
+
+@_cdecl("xcallback_plugin_register")
+public func greeterRegister(_ api: UnsafeRawPointer?, _ plugin: OpaquePointer?) -> Int32 {
+    greeter.register(api: api, plugin: plugin)
+}
