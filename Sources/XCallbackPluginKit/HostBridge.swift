@@ -24,12 +24,16 @@ struct RequestReader {
         for name in argumentNames {
             if let value = text(table.request_argument(request, name)) { arguments[name] = value }
         }
+        // ABI 1.2's accessors lie past the end of an older host's table.
+        let introspects = table.abi_minor >= 2
         return Request(
             url: text(table.request_url(request)) ?? "",
             scheme: text(table.request_scheme(request)) ?? "",
             source: text(table.request_source(request)),
             parameters: QueryParameters(parameters),
-            arguments: arguments)
+            arguments: arguments,
+            route: introspects ? text(table.request_route(request)) ?? "" : "",
+            id: introspects ? table.request_id(request) : 0)
     }
 }
 

@@ -13,14 +13,23 @@ public struct Request: Sendable {
     public var parameters: QueryParameters
     /// Route arguments by name (`:name`; `*` for a wildcard's remainder).
     public var arguments: [String: String]
+    /// The pattern of the route that matched, as registered ("" from a host
+    /// older than ABI 1.2).
+    public var route: String
+    /// The host's number for this request, the one its log lines carry (0
+    /// from a host older than ABI 1.2).
+    public var id: UInt64
 
     public init(url: String, scheme: String, source: String? = nil,
-                parameters: QueryParameters = [], arguments: [String: String] = [:]) {
+                parameters: QueryParameters = [], arguments: [String: String] = [:],
+                route: String = "", id: UInt64 = 0) {
         self.url = url
         self.scheme = scheme
         self.source = source
         self.parameters = parameters
         self.arguments = arguments
+        self.route = route
+        self.id = id
     }
 
     /// A required parameter converted to `T`; a missing or malformed value

@@ -16,7 +16,7 @@ struct BindingManifestTests {
         #expect(plugin.info.name == "math")
         #expect(plugin.info.version == "1.0.0")
         #expect(plugin.info.summary == "libm functions as x-callback-url actions")
-        #expect(plugin.info.abiMajor == 1 && plugin.info.abiMinor == 1)   // the host's ABI
+        #expect(plugin.info.abiMajor == 1 && plugin.info.abiMinor == 2)   // the host's ABI (1.2)
         let routes = plugin.routes.map(\.text)
         for action in ["pow", "cbrt", "sqrt", "hypot", "floor", "ceil", "fabs", "fmax"] {
             #expect(routes.contains("math://x-callback-url/\(action)"), "\(routes)")

@@ -162,7 +162,7 @@ struct RegisteredFunctionTests {
         let (index, fields) = try #require(try driver.route("regfn://x-callback-url/neg8?x=5"))
         let handler = driver.plugin.registrations[index].handler
         #expect(handler.boundFunction != nil)
-        let native = NativeRequest(fields)
+        let native = NativeRequest(fields, route: "test://route")
         let box = ResultBox()
         let reply = HostAPI.replies.open(request: native, plugin: "regfn") { box.put($0) }
         handler.function(native.opaque, reply, handler.userData)

@@ -184,7 +184,7 @@ enum LaterLock {
 @Suite("Reply tokens")
 struct ReplyTableTests {
     private func request() -> NativeRequest {
-        NativeRequest(RequestFields(url: "t://x-callback-url/t", scheme: "t", source: nil, parameters: [], arguments: []))
+        NativeRequest(RequestFields(url: "t://x-callback-url/t", scheme: "t", source: nil, parameters: [], arguments: []), route: "t://x-callback-url/t")
     }
 
     @Test func secondCompletionThroughTheABIIsRefusedAndDeliversNothing() {

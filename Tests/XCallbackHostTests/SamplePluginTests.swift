@@ -227,7 +227,7 @@ struct SamplePluginTests {
         // The same steps as InProcessEndpoint.invoke, keeping the reply token.
         let (index, fields) = try faulty.prepare("faulty://x-callback-url/never")
         let handler = faulty.plugin.registrations[index].handler
-        let native = NativeRequest(fields)
+        let native = NativeRequest(fields, route: "test://route")
         let recorder = Recorder()
         let reply = HostAPI.replies.open(request: native, plugin: "faulty") { recorder.record($0) }
         handler.function(native.opaque, reply, handler.userData)

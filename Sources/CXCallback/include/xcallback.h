@@ -1,5 +1,5 @@
 /*
- * xcallback.h — the plug-in ABI of xcallback, version 1.1.
+ * xcallback.h — the plug-in ABI of xcallback, version 1.2.
  *
  * This header is the whole contract between the xcallback host and a plug-in.
  * A plug-in is a shared library that exports two C functions:
@@ -30,6 +30,7 @@
  *
  *   1.0  registration, request accessors, completion, log
  *   1.1  register_function: typed function actions called through libffi
+ *   1.2  request_route, request_argument_count/_name/_value, request_id
  *
  * A plug-in built against 1.0 loads into a 1.1 host unchanged. XCALLBACK_PLUGIN
  * stamps the descriptor with the header's minor (1.1 here), which a 1.0 host
@@ -61,7 +62,7 @@ extern "C" {
 /** 'X' 'C' 'B' '1': the first field of every descriptor. */
 #define XCALLBACK_ABI_MAGIC 0x58434231u
 #define XCALLBACK_ABI_MAJOR 1
-#define XCALLBACK_ABI_MINOR 1
+#define XCALLBACK_ABI_MINOR 2
 
 #define XCALLBACK_DESCRIPTOR_SYMBOL "xcallback_plugin_descriptor"
 #define XCALLBACK_REGISTER_SYMBOL "xcallback_plugin_register"
@@ -282,6 +283,26 @@ typedef struct xcallback_host_api {
     int (*register_function)(xcallback_plugin *plugin, const char *pattern,
                              const char *declaration, void (*function)(void),
                              const char *result_name /* NULL = "result" */);
+
+    /* --- ABI 1.2: what a handler can learn about its request, any thread --- */
+
+    /* Since ABI 1.2: present only when `api->abi_minor >= 2`. */
+
+    /** The pattern of the route that matched, as the plug-in registered it
+     *  (e.g. "pokedex://pokemons(/:pokedexID)"): one handler may serve several. */
+    const char *(*request_route)(const xcallback_request *request);
+    /** Number of route arguments: the `:name` arguments the request bound, in
+     *  pattern order, then `*` for a wildcard. */
+    size_t (*request_argument_count)(const xcallback_request *request);
+    /** Name of argument `index` (without the `:`; `"*"` for the wildcard), or
+     *  NULL past the end. */
+    const char *(*request_argument_name)(const xcallback_request *request, size_t index);
+    /** Value of argument `index`, or NULL past the end. */
+    const char *(*request_argument_value)(const xcallback_request *request, size_t index);
+    /** The host's number for this request: unique within one run of the host,
+     *  never 0, and the number its log lines about the request carry. A
+     *  plug-in that must not act twice on one request may key on it. */
+    uint64_t (*request_id)(const xcallback_request *request);
 
     /* Functions added in later minors are appended here, never above. */
 } xcallback_host_api;

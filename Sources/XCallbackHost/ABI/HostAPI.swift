@@ -97,6 +97,16 @@ enum HostAPI {
             return value
         }
 
+        api.request_route = { NativeRequest.borrow($0) { $0.route } }
+        api.request_argument_count = { NativeRequest.borrow($0) { $0.argumentCount } ?? 0 }
+        api.request_argument_name = { request, index in
+            NativeRequest.borrow(request) { $0.argumentName(at: Int(index)) }
+        }
+        api.request_argument_value = { request, index in
+            NativeRequest.borrow(request) { $0.argumentValue(at: Int(index)) }
+        }
+        api.request_id = { NativeRequest.borrow($0) { $0.fields.id } ?? 0 }
+
         api.reply_success = { reply, params, count in
             HostAPI.complete(reply) { _ in
                 var parameters: [QueryParameter] = []
@@ -140,10 +150,15 @@ enum HostAPI {
         case nil:
             return Int32(XCALLBACK_OK)
         case .alreadyCompleted:
-            logger.warning("a plug-in completed a request that was already completed (reply token \(reply.token)); ignored")
+            if let who = replies.describe(reply) {
+                logger.warning("\(who), which it had already completed; ignored")
+            } else {
+                logger.warning("a plug-in completed a request that was already completed long ago, or never given (reply token \(reply.token)); ignored")
+            }
             return Int32(XCALLBACK_ERR_ALREADY_COMPLETED)
         case .afterTimeout(let plugin):
-            logger.warning("plug-in '\(plugin)' completed a request after it had timed out; the late result is dropped")
+            let who = replies.describe(reply) ?? "plug-in '\(PrintableText.escaping(plugin))' completed a request"
+            logger.warning("\(who) after it had timed out; the late result is dropped")
             return Int32(XCALLBACK_ERR_ALREADY_COMPLETED)
         }
     }

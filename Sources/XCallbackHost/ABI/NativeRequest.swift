@@ -9,14 +9,17 @@ public struct RequestFields: Sendable, Equatable {
     public var parameters: [QueryParameter]
     /// Route arguments in pattern order (`:name` values, `*` remainder).
     public var arguments: [QueryParameter]
+    /// The host's number for the request (`request_id`; 0: none given).
+    public var id: UInt64
 
     public init(url: String, scheme: String, source: String?,
-                parameters: [QueryParameter], arguments: [QueryParameter]) {
+                parameters: [QueryParameter], arguments: [QueryParameter], id: UInt64 = 0) {
         self.url = url
         self.scheme = scheme
         self.source = source
         self.parameters = parameters
         self.arguments = arguments
+        self.id = id
     }
 }
 
@@ -35,13 +38,15 @@ final class NativeRequest: @unchecked Sendable {
     private let urlOffset: Int
     private let schemeOffset: Int
     private let sourceOffset: Int?
+    private let routeOffset: Int
     private let parameterOffsets: [Parameter]
     private let argumentOffsets: [Parameter]
     let fields: RequestFields
 
-    init(_ fields: RequestFields) {
+    /// `route` is the pattern of the route that matched, as registered.
+    init(_ fields: RequestFields, route: String) {
         self.fields = fields
-        var size = fields.url.utf8.count + fields.scheme.utf8.count + 2
+        var size = fields.url.utf8.count + fields.scheme.utf8.count + route.utf8.count + 3
         size += (fields.source?.utf8.count ?? 0) + 1
         for item in fields.parameters { size += item.name.utf8.count + item.value.utf8.count + 2 }
         for item in fields.arguments { size += item.name.utf8.count + item.value.utf8.count + 2 }
@@ -51,6 +56,8 @@ final class NativeRequest: @unchecked Sendable {
         let urlOffset = 0
         let schemeOffset = cursor
         cursor = Self.copy(fields.scheme, to: storage, at: cursor)
+        let routeOffset = cursor
+        cursor = Self.copy(route, to: storage, at: cursor)
         var sourceOffset: Int?
         if let source = fields.source {
             sourceOffset = cursor
@@ -80,6 +87,7 @@ final class NativeRequest: @unchecked Sendable {
         self.urlOffset = urlOffset
         self.schemeOffset = schemeOffset
         self.sourceOffset = sourceOffset
+        self.routeOffset = routeOffset
         self.parameterOffsets = parameterOffsets
         self.argumentOffsets = argumentOffsets
     }
@@ -117,6 +125,18 @@ final class NativeRequest: @unchecked Sendable {
     var scheme: UnsafePointer<CChar> { UnsafePointer(storage + schemeOffset) }
     var source: UnsafePointer<CChar>? { sourceOffset.map { UnsafePointer(storage + $0) } }
     var parameterCount: Int { parameterOffsets.count }
+    var route: UnsafePointer<CChar> { UnsafePointer(storage + routeOffset) }
+    var argumentCount: Int { argumentOffsets.count }
+
+    func argumentName(at index: Int) -> UnsafePointer<CChar>? {
+        guard index >= 0, index < argumentOffsets.count else { return nil }
+        return UnsafePointer(storage + argumentOffsets[index].name)
+    }
+
+    func argumentValue(at index: Int) -> UnsafePointer<CChar>? {
+        guard index >= 0, index < argumentOffsets.count else { return nil }
+        return UnsafePointer(storage + argumentOffsets[index].value)
+    }
 
     func parameterName(at index: Int) -> UnsafePointer<CChar>? {
         guard index >= 0, index < parameterOffsets.count else { return nil }

@@ -35,7 +35,21 @@ final class ReplyTable: Sendable {
         /// Requests answered `Timeout` whose handler may still be reading
         /// them: kept alive until the plug-in completes them, however late.
         var expired: [UInt64: (request: NativeRequest, plugin: String)] = [:]
+        /// The last completions, so a second completion can be logged with
+        /// the plug-in, the route and the request it was for.
+        var recent = [Completion?](repeating: nil, count: ReplyTable.remembered)
+        var recentNext = 0
     }
+
+    /// A token completed once, for the log line of a second completion.
+    struct Completion {
+        var token: UInt64
+        var request: NativeRequest
+        var plugin: String
+    }
+
+    /// How many completions are remembered (a bounded ring).
+    static let remembered = 256
 
     private let storage = Lock(Storage())
 
@@ -61,6 +75,7 @@ final class ReplyTable: Sendable {
     func complete(_ reply: xcallback_reply, with result: (_ plugin: String) -> HandlerResult) -> Refusal? {
         let taken = storage.withLock { storage -> Result<Entry, Refusal> in
             if let expired = storage.expired.removeValue(forKey: reply.token) {
+                Self.remember(Completion(token: reply.token, request: expired.request, plugin: expired.plugin), in: &storage)
                 return .failure(.afterTimeout(plugin: expired.plugin))
             }
             guard let index = Self.liveIndex(reply.token, in: storage) else {
@@ -68,6 +83,7 @@ final class ReplyTable: Sendable {
             }
             let entry = storage.slots[index].entry!
             Self.release(index, in: &storage)
+            Self.remember(Completion(token: reply.token, request: entry.request, plugin: entry.plugin), in: &storage)
             return .success(entry)
         }
         switch taken {
@@ -99,6 +115,21 @@ final class ReplyTable: Sendable {
         storage.withLock { storage in
             Self.liveIndex(reply.token, in: storage).flatMap { storage.slots[$0].entry?.plugin }
         }
+    }
+
+    /// "plug-in 'x' … request 7 (route R)" for a token completed recently, for log lines.
+    func describe(_ reply: xcallback_reply) -> String? {
+        storage.withLock { storage in
+            storage.recent.lazy.compactMap { $0 }.first { $0.token == reply.token }.map { completion in
+                let fields = completion.request.fields
+                return "plug-in '\(PrintableText.escaping(completion.plugin))' completed request \(fields.id) (route \(PrintableText.escaping(String(cString: completion.request.route))))"
+            }
+        }
+    }
+
+    private static func remember(_ completion: Completion, in storage: inout Storage) {
+        storage.recent[storage.recentNext] = completion
+        storage.recentNext = (storage.recentNext + 1) % remembered
     }
 
     /// Pending handler calls (not counting expired ones).

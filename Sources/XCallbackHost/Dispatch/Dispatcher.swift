@@ -1,4 +1,5 @@
 import Logging
+import Synchronization
 import XCallbackRouting
 import XCallbackURL
 
@@ -13,6 +14,8 @@ final class Dispatcher: Sendable {
     let keepsInput: Bool
     let logger: Logger
     private let timer: DeadlineTimer
+    /// The last request id given out (`request_id`).
+    private let lastID = Atomic<UInt64>(0)
 
     /// Internal callbacks a chain may follow before `LoopDetected` (SPEC 3).
     static let maxHops = 8
@@ -99,7 +102,7 @@ final class Dispatcher: Sendable {
 
     private func start(_ url: RequestURL, text: String, input: String, hop: Int, sequence: UInt64, sink: OutputSink) {
         let pending = PendingRequest(
-            sequence: sequence, input: input, url: url, urlText: text, hop: hop, sink: sink,
+            id: lastID.add(1, ordering: .relaxed).newValue, sequence: sequence, input: input, url: url, urlText: text, hop: hop, sink: sink,
             deadline: MonotonicClock.now + timeoutNanoseconds, table: registry.table)
         attempt(pending, declinedBy: nil)
     }
@@ -119,7 +122,7 @@ final class Dispatcher: Sendable {
         let fields = RequestFields(
             url: pending.urlText, scheme: pending.url.scheme, source: pending.url.source,
             parameters: pending.url.parameters.items,
-            arguments: match.arguments.map { QueryParameter(name: $0.name, value: $0.value) })
+            arguments: match.arguments.map { QueryParameter(name: $0.name, value: $0.value) }, id: pending.id)
         let plugin = match.value.pluginName
         let call = HandlerCall { [self] result in
             switch result {

@@ -17,7 +17,7 @@ final class InProcessEndpoint: PluginEndpoint, PathIdentified {
     func invoke(handler index: Int, request: RequestFields, call: HandlerCall) {
         switch plugin.registrations[index].handler {
         case .native(let handler):
-            let native = NativeRequest(request)
+            let native = NativeRequest(request, route: plugin.registrations[index].pattern.text)
             let reply = HostAPI.replies.open(request: native, plugin: plugin.name, deliver: call.deliver)
             call.whenAbandoned { HostAPI.replies.expire(reply) }
             handler.function(native.opaque, reply, handler.userData)

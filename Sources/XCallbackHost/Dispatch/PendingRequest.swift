@@ -6,6 +6,8 @@ import XCallbackURL
 /// outcome. Finishing is a race between the handler, the deadline and
 /// shutdown; `claim()` lets exactly one of them win.
 final class PendingRequest: Sendable {
+    /// The host's number for this request (`request_id`, and its log lines).
+    let id: UInt64
     /// The record's place in its input stream (for `--keep-order`).
     let sequence: UInt64
     /// The line that started the chain, for the `jsonl` record.
@@ -36,8 +38,9 @@ final class PendingRequest: Sendable {
         var currentPlugin: String?
     }
 
-    init(sequence: UInt64, input: String, url: RequestURL, urlText: String, hop: Int,
+    init(id: UInt64, sequence: UInt64, input: String, url: RequestURL, urlText: String, hop: Int,
          sink: OutputSink, deadline: UInt64, table: RouteTable<RouteTarget>) {
+        self.id = id
         self.sequence = sequence
         self.input = input
         self.url = url

@@ -25,7 +25,7 @@ enum WorkerFrame: Equatable, Sendable {
     /// Host → worker: finish and exit.
     case shutdown
 
-    static let protocolVersion: UInt32 = 1
+    static let protocolVersion: UInt32 = 2
     /// Frames larger than this are a protocol error, not an allocation.
     static let maxPayload = 16 * 1024 * 1024
 
@@ -76,6 +76,7 @@ enum WorkerFrame: Equatable, Sendable {
             writer.string(fields.source ?? "")
             writer.pairs(fields.parameters)
             writer.pairs(fields.arguments)
+            writer.u64(fields.id)
         case .result(let id, let result):
             writer.output[start + 4] = Kind.result.rawValue
             writer.u64(id)
@@ -129,10 +130,11 @@ enum WorkerFrame: Equatable, Sendable {
         case .request:
             guard let id = reader.u64(), let handler = reader.u32(), let url = reader.string(),
                   let scheme = reader.string(), let hasSource = reader.u8(), let source = reader.string(),
-                  let parameters = reader.pairs(), let arguments = reader.pairs() else { return nil }
+                  let parameters = reader.pairs(), let arguments = reader.pairs(), let requestID = reader.u64()
+            else { return nil }
             frame = .request(id: id, handler: handler, fields: RequestFields(
                 url: url, scheme: scheme, source: hasSource == 0 ? nil : source,
-                parameters: parameters, arguments: arguments))
+                parameters: parameters, arguments: arguments, id: requestID))
         case .result:
             guard let id = reader.u64(), let code = reader.u8(), let parameters = reader.pairs() else { return nil }
             switch code {

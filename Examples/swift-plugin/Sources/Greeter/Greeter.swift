@@ -2,6 +2,7 @@ import XCallbackPluginKit
 
 /// greeter://x-callback-url/greet?name=Ada  ->  success?greeting=Hello%2C%20Ada%21
 /// greeter://people/:name                    ->  the same, the name from the path
+/// greeter://x-callback-url/whoami            ->  success?route=…&numbered=yes
 let greeter = Plugin(
     name: "greeter", version: "1.0.0",
     summary: "Greets people: greeter://x-callback-url/greet?name="
@@ -11,6 +12,11 @@ let greeter = Plugin(
     }
     routes.pattern("greeter://people/:name") { request in
         try greet(request.argument("name", as: String.self))
+    }
+    // What the kit tells a handler about its request: the route that
+    // matched and the host's number for it (the one its log lines carry).
+    routes.action("greeter", "whoami") { request in
+        .success(["route": request.route, "numbered": request.id > 0 ? "yes" : "no"])
     }
 }
 

@@ -1,0 +1,88 @@
+import Foundation
+import Testing
+
+/// ABI 1.2 (xcallback.h): a handler can learn the route that matched, every
+/// route argument by index, and the host's number for the request; plug-ins
+/// built against 1.1 keep loading.
+@Suite("What a handler learns about its request (ABI 1.2)")
+struct RequestIntrospectionTests {
+    static func source(minor: Int) -> String {
+        """
+        #include <inttypes.h>
+        #include <stdio.h>
+        #include <string.h>
+        #include "xcallback.h"
+
+        XCALLBACK_EXPORT const xcallback_descriptor *xcallback_plugin_descriptor(void) {
+            static const xcallback_descriptor descriptor = {
+                XCALLBACK_ABI_MAGIC, XCALLBACK_ABI_MAJOR, \(minor), (uint32_t)sizeof(xcallback_descriptor), 0u,
+                "inspect", "1.0.0", "Tells what it learns about a request" };
+            return &descriptor;
+        }
+
+        static const xcallback_host_api *host;
+
+        static void inspect(const xcallback_request *request, xcallback_reply reply, void *unused) {
+            (void)unused;
+            if (host->abi_minor < 2) {
+                host->reply_error(reply, "OldHost", "no 1.2 accessors", NULL);
+                return;
+            }
+            char arguments[512] = "";
+            size_t count = host->request_argument_count(request);
+            for (size_t i = 0; i < count; i++) {
+                size_t used = strlen(arguments);
+                snprintf(arguments + used, sizeof arguments - used, "%s%s=%s", i ? "," : "",
+                         host->request_argument_name(request, i), host->request_argument_value(request, i));
+            }
+            char id[32];
+            snprintf(id, sizeof id, "%" PRIu64, host->request_id(request));
+            const char *past = host->request_argument_name(request, count) == NULL ? "null" : "set";
+            const xcallback_param output[] = {
+                { "route", host->request_route(request) }, { "arguments", arguments },
+                { "id", id }, { "past", past },
+            };
+            host->reply_success(reply, output, 4);
+        }
+
+        XCALLBACK_EXPORT int xcallback_plugin_register(const xcallback_host_api *api, xcallback_plugin *plugin) {
+            host = api;
+            int rc = api->register_pattern(plugin, "inspect://items/:kind(/:id)/*", inspect, NULL);
+            if (rc) return rc;
+            return api->register_action(plugin, "inspect", "plain", inspect, NULL);
+        }
+        """
+    }
+
+    @Test("the matched route, the arguments in order and a unique request id, in both isolation modes",
+          arguments: ["none", "process"])
+    func introspection(isolation: String) throws {
+        let fixture = try HostFixture([], isolation: isolation)
+        try TestPlugin.build("inspect", source: Self.source(minor: 2), into: fixture.plugins)
+        let result = try fixture.run(["-k", "--output", "jsonl"], lines: [
+            "inspect://items/book/42/a/b?x=1",
+            "inspect://items/book",
+            "inspect://x-callback-url/plain",
+        ])
+        #expect(result.status == .exited(0), "\(result.stderr)")
+        let records = try result.records()
+        try #require(records.count == 3)
+        #expect(records[0].params["route"] == "inspect://items/:kind(/:id)/*")
+        #expect(records[0].params["arguments"] == "kind=book,id=42,*=a/b")
+        #expect(records[1].params["arguments"] == "kind=book,*=")
+        #expect(records[2].params["route"] == "inspect://x-callback-url/plain")
+        #expect(records[2].params["arguments"] == "")
+        #expect(records.allSatisfy { $0.params["past"] == "null" })
+        let ids = records.compactMap { $0.params["id"].flatMap { UInt64($0) } }
+        #expect(ids.count == 3 && Set(ids).count == 3 && !ids.contains(0), "\(ids)")
+    }
+
+    @Test("a plug-in built against ABI 1.1 still loads and runs", arguments: ["none", "process"])
+    func olderMinorLoads(isolation: String) throws {
+        let fixture = try HostFixture([], isolation: isolation)
+        try TestPlugin.build("inspect", source: Self.source(minor: 1), into: fixture.plugins)
+        let result = try fixture.run(["--output", "jsonl"], lines: ["inspect://items/book"])
+        #expect(result.status == .exited(0), "\(result.stderr)")
+        #expect(try result.records().first?.params["route"] == "inspect://items/:kind(/:id)/*")
+    }
+}
