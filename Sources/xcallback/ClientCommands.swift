@@ -162,12 +162,22 @@ enum RecordClassifier {
 struct SDKCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sdk",
-        abstract: "Print where xcallback.h is, for building plug-ins with a plain C compiler.")
+        abstract: "Print where xcallback.h is (for a plain C compiler), or the ABI's layout (for other languages).")
 
     @Flag(name: .customLong("include-dir"), help: "The directory holding xcallback.h.") var includeDirectory = false
     @Flag(help: "Compiler flags: -I<dir>.") var cflags = false
+    @Flag(help: "The size and offset of every field of the ABI's structs, for bindings in other languages.")
+    var layout = false
 
     func run() throws {
+        if layout {
+            print("# xcallback ABI \(ABILayout.version); sizes and offsets in bytes on this machine")
+            for (type, size) in ABILayout.sizes { print("\(type) size \(size)") }
+            for field in ABILayout.fields {
+                print("\(field.type).\(field.name) offset \(field.offset) size \(field.size)")
+            }
+            return
+        }
         guard let directory = SDKLocation.includeDirectory() else {
             throw Failure.exit("cannot find xcallback.h; set XCALLBACK_SDK_INCLUDE to the directory holding it")
         }
