@@ -43,7 +43,7 @@ public final class Plugin: @unchecked Sendable {
             abi_major: UInt16(XCALLBACK_ABI_MAJOR),
             abi_minor: UInt16(XCALLBACK_ABI_MINOR),
             descriptor_size: UInt32(MemoryLayout<xcallback_descriptor>.size),
-            flags: 0,
+            host_api_size: UInt32(MemoryLayout<xcallback_host_api>.size),
             name: UnsafePointer(strdup(name)),
             version: UnsafePointer(strdup(version)),
             description: UnsafePointer(strdup(summary))))

@@ -85,4 +85,31 @@ struct RequestIntrospectionTests {
         #expect(result.status == .exited(0), "\(result.stderr)")
         #expect(try result.records().first?.params["route"] == "inspect://items/:kind(/:id)/*")
     }
+
+    /// A plug-in whose descriptor claims `descriptorSize` and `apiSize`.
+    static func misbuilt(descriptorSize: String, apiSize: String) -> String {
+        source(minor: 2).replacingOccurrences(
+            of: "(uint32_t)sizeof(xcallback_descriptor), 0u,",
+            with: "\(descriptorSize), \(apiSize),")
+    }
+
+    @Test("a descriptor or host API of another layout is refused with the cause named, in both isolation modes",
+          arguments: ["none", "process"])
+    func layoutMistakesAreNamed(isolation: String) throws {
+        let cases = [
+            ("shortdescriptor", Self.misbuilt(descriptorSize: "32u", apiSize: "(uint32_t)sizeof(xcallback_host_api)"),
+             "descriptor field 'descriptor_size' is 32, smaller than the 40 bytes of an ABI 1.2 descriptor"),
+            ("shortapi", Self.misbuilt(descriptorSize: "(uint32_t)sizeof(xcallback_descriptor)", apiSize: "176u"),
+             "descriptor field 'host_api_size' is 176, but ABI 1.2's xcallback_host_api is 184 bytes"),
+        ]
+        for (name, source, cause) in cases {
+            let fixture = try HostFixture([], isolation: isolation)
+            try TestPlugin.build(name, source: source, into: fixture.plugins)
+            let result = try fixture.run(lines: ["inspect://items/book"])
+            #expect(result.status == .exited(0))
+            #expect(result.lines.first?.hasPrefix("error?errorCode=NotFoundAction") == true, "\(result.lines)")
+            #expect(result.stderr.contains(cause), "\(isolation): \(result.stderr)")
+            #expect(result.stderr.contains("xcallback sdk --layout"), "\(result.stderr)")
+        }
+    }
 }

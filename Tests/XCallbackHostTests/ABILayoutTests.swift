@@ -14,7 +14,7 @@ struct ABILayoutTests {
         #expect(MemoryLayout<xcallback_descriptor>.offset(of: \.abi_major) == 4)
         #expect(MemoryLayout<xcallback_descriptor>.offset(of: \.abi_minor) == 6)
         #expect(MemoryLayout<xcallback_descriptor>.offset(of: \.descriptor_size) == 8)
-        #expect(MemoryLayout<xcallback_descriptor>.offset(of: \.flags) == 12)
+        #expect(MemoryLayout<xcallback_descriptor>.offset(of: \.host_api_size) == 12)
         #expect(MemoryLayout<xcallback_descriptor>.offset(of: \.name) == 16)
         #expect(MemoryLayout<xcallback_descriptor>.offset(of: \.version) == 16 + pointer)
         #expect(MemoryLayout<xcallback_descriptor>.offset(of: \.description) == 16 + 2 * pointer)

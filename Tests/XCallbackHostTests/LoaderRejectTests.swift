@@ -46,11 +46,11 @@ struct LoaderRejectTests {
         var major = "XCALLBACK_ABI_MAJOR"
         var minor = "XCALLBACK_ABI_MINOR"
         var size = "(uint32_t)sizeof(xcallback_descriptor)"
-        var flags = "0u"
+        var apiSize = "(uint32_t)sizeof(xcallback_host_api)"
         var name = "\"descriptor-test\""
 
         var source: String {
-            CSource.descriptor(magic: magic, major: major, minor: minor, size: size, flags: flags, name: name)
+            CSource.descriptor(magic: magic, major: major, minor: minor, size: size, apiSize: apiSize, name: name)
         }
     }
 
@@ -162,6 +162,8 @@ struct LoaderRejectTests {
     func olderOrEqualABIMinorLoads(minor: Int) throws {
         var descriptor = DescriptorFields()
         descriptor.minor = "\(minor)"
+        // Before 1.2 the field after descriptor_size was `flags`, always 0.
+        if minor < 2 { descriptor.apiSize = "0u" }
         descriptor.name = "\"minor\(minor)\""
         let directory = try TemporaryDirectory()
         let path = try CCompiler.plugin("minor\(minor)", source: descriptor.source, in: directory)
@@ -190,9 +192,26 @@ struct LoaderRejectTests {
         #expect(plugin.name == "bigger")
     }
 
-    @Test func nonZeroFlags() throws {
-        let error = try #require(try descriptorRefusal("flags") { $0.flags = "1u" })
-        #expect(error.reason.field == "flags")
+    @Test func aHostAPISizeOfAnotherLayoutNamesTheCause() throws {
+        // A binding whose host API struct lost a field: it would call the wrong pointers.
+        let error = try #require(try descriptorRefusal("wrongapi") { $0.apiSize = "(uint32_t)sizeof(xcallback_host_api) - 8u" })
+        #expect(error.reason.field == "host_api_size")
+        #expect(error.description.contains("xcallback_host_api is \(MemoryLayout<xcallback_host_api>.size) bytes"), "\(error)")
+        #expect(error.description.contains("xcallback sdk --layout"), "\(error)")
+    }
+
+    @Test func aHostAPISizeIsReservedBeforeABI12() throws {
+        let error = try #require(try descriptorRefusal("oldflags") { $0.minor = "1"; $0.apiSize = "1u" })
+        #expect(error.reason.field == "host_api_size")
+    }
+
+    @Test func anUnstatedHostAPISizeIsAccepted() throws {
+        var descriptor = DescriptorFields()
+        descriptor.apiSize = "0u"
+        descriptor.name = "\"unstated\""
+        let directory = try TemporaryDirectory()
+        let path = try CCompiler.plugin("unstated", source: descriptor.source, in: directory)
+        #expect(try load(path).get().name == "unstated")
     }
 
     @Test(arguments: [

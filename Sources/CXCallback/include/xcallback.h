@@ -88,7 +88,10 @@ typedef struct xcallback_descriptor {
     uint16_t abi_major;       /* XCALLBACK_ABI_MAJOR at build time */
     uint16_t abi_minor;       /* XCALLBACK_ABI_MINOR at build time */
     uint32_t descriptor_size; /* sizeof(xcallback_descriptor) at build time */
-    uint32_t flags;           /* reserved: zero */
+    uint32_t host_api_size;   /* since 1.2: sizeof(xcallback_host_api) at build time, so
+                               * the host can refuse a plug-in built against a table
+                               * of another layout (0: not stated; before 1.2 this
+                               * field was `flags`, reserved, zero) */
     const char *name;         /* 1-64 characters of [A-Za-z0-9._-]; unique among loaded plug-ins */
     const char *version;      /* free text, e.g. "1.2.0"; may be NULL */
     const char *description;  /* one line; may be NULL */
@@ -97,7 +100,8 @@ typedef struct xcallback_descriptor {
 /** Fills a descriptor for the ABI this header describes. */
 #define XCALLBACK_DESCRIPTOR_INIT(name, version, description)                  \
     { XCALLBACK_ABI_MAGIC, XCALLBACK_ABI_MAJOR, XCALLBACK_ABI_MINOR,           \
-      (uint32_t)sizeof(xcallback_descriptor), 0u, (name), (version), (description) }
+      (uint32_t)sizeof(xcallback_descriptor), (uint32_t)sizeof(xcallback_host_api), \
+      (name), (version), (description) }
 
 /**
  * Defines xcallback_plugin_descriptor() for a C plug-in in one line:

@@ -33,7 +33,7 @@ public enum ABILayout {
         return [
             descriptor("magic", \.magic, 4), descriptor("abi_major", \.abi_major, 2),
             descriptor("abi_minor", \.abi_minor, 2), descriptor("descriptor_size", \.descriptor_size, 4),
-            descriptor("flags", \.flags, 4), descriptor("name", \.name, pointer),
+            descriptor("host_api_size", \.host_api_size, 4), descriptor("name", \.name, pointer),
             descriptor("version", \.version, pointer), descriptor("description", \.description, pointer),
             api("api_size", \.api_size, 4), api("abi_major", \.abi_major, 2), api("abi_minor", \.abi_minor, 2),
             api("register_action", \.register_action), api("register_controller_action", \.register_controller_action),

@@ -145,6 +145,16 @@ enum HostAPI {
         return api
     }
 
+    /// The size of the host API table as of ABI minor `minor`: the table
+    /// only grows, so it ends where the next minor's first field begins.
+    static func size(forMinor minor: Int) -> Int {
+        switch minor {
+        case 0: return MemoryLayout<xcallback_host_api>.offset(of: \.register_function)!
+        case 1: return MemoryLayout<xcallback_host_api>.offset(of: \.request_route)!
+        default: return MemoryLayout<xcallback_host_api>.size
+        }
+    }
+
     private static func complete(_ reply: xcallback_reply, _ result: (String) -> HandlerResult) -> Int32 {
         switch replies.complete(reply, with: result) {
         case nil:

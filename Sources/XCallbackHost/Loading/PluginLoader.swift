@@ -151,11 +151,17 @@ public struct PluginLoader: Sendable {
             throw bad("abi_minor", "is \(minor), newer than this host's ABI \(XCALLBACK_ABI_MAJOR).\(XCALLBACK_ABI_MINOR); upgrade xcallback")
         }
         let size = Int(descriptor.pointee.descriptor_size)
+        let layoutHint = "the plug-in was built against a header or binding that does not match xcallback.h \(major).\(minor) (compare its structs with `xcallback sdk --layout`)"
         guard size >= MemoryLayout<xcallback_descriptor>.size else {
-            throw bad("descriptor_size", "is \(size), smaller than the \(MemoryLayout<xcallback_descriptor>.size) bytes of ABI \(major).\(minor)")
+            throw bad("descriptor_size", "is \(size), smaller than the \(MemoryLayout<xcallback_descriptor>.size) bytes of an ABI \(major).\(minor) descriptor: \(layoutHint)")
         }
-        guard descriptor.pointee.flags == 0 else {
-            throw bad("flags", "is \(descriptor.pointee.flags); reserved, must be 0")
+        let statedAPISize = Int(descriptor.pointee.host_api_size)
+        if minor < 2 {
+            guard statedAPISize == 0 else {
+                throw bad("host_api_size", "is \(statedAPISize) in an ABI \(major).\(minor) descriptor, where the field is `flags`, reserved, and must be 0")
+            }
+        } else if statedAPISize != 0, statedAPISize != HostAPI.size(forMinor: minor) {
+            throw bad("host_api_size", "is \(statedAPISize), but ABI \(major).\(minor)'s xcallback_host_api is \(HostAPI.size(forMinor: minor)) bytes: \(layoutHint)")
         }
         guard let namePointer = descriptor.pointee.name else {
             throw bad("name", "is NULL")

@@ -181,7 +181,7 @@ enum CSource {
     static func descriptor(
         magic: String = "XCALLBACK_ABI_MAGIC", major: String = "XCALLBACK_ABI_MAJOR",
         minor: String = "XCALLBACK_ABI_MINOR", size: String = "(uint32_t)sizeof(xcallback_descriptor)",
-        flags: String = "0u", name: String = "\"descriptor-test\"", scheme: String = "desc",
+        apiSize: String = "(uint32_t)sizeof(xcallback_host_api)", name: String = "\"descriptor-test\"", scheme: String = "desc",
         registerStatus: String = "rc"
     ) -> String {
         """
@@ -190,7 +190,7 @@ enum CSource {
         XCALLBACK_EXPORT const xcallback_descriptor *xcallback_plugin_descriptor(void)
         {
             static const xcallback_descriptor descriptor = {
-                \(magic), \(major), \(minor), \(size), \(flags), \(name), "1.0.0", "built by the tests"
+                \(magic), \(major), \(minor), \(size), \(apiSize), \(name), "1.0.0", "built by the tests"
             };
             return &descriptor;
         }
