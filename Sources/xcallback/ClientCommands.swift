@@ -206,6 +206,15 @@ enum SDKLocation {
         return nil
     }
 
+    /// The xcallback checkout this binary was built from, if it was built
+    /// from one (for `new`'s default kit).
+    static func checkout() -> String? {
+        guard Environment.current["XCALLBACK_SDK_INCLUDE"] == nil, let include = includeDirectory(),
+              include.hasSuffix("/Sources/CXCallback/include") else { return nil }
+        let root = String(include.dropLast("/Sources/CXCallback/include".count))
+        return access(root + "/Package.swift", R_OK) == 0 ? root : nil
+    }
+
     private static func canonical(_ path: String) -> String {
         guard let resolved = realpath(path, nil) else { return path }
         defer { free(resolved) }

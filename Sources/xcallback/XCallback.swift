@@ -13,7 +13,7 @@ struct XCallback: ParsableCommand {
             """,
         subcommands: [
             RunCommand.self, PluginsCommand.self, RoutesCommand.self, CheckCommand.self,
-            SendCommand.self, CallCommand.self, SDKCommand.self,
+            SendCommand.self, CallCommand.self, SDKCommand.self, NewCommand.self,
             InstallHandlerCommand.self, UninstallHandlerCommand.self,
         ],
         defaultSubcommand: nil

@@ -1,0 +1,95 @@
+import ArgumentParser
+import XCallbackHost
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `xcallback new NAME --language c|swift|rust`: a plug-in project that
+/// builds with the language's usual one command and passes `xcallback check`
+/// at once, as `cargo new` and `swift package init` do.
+struct NewCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "new",
+        abstract: "Make a new plug-in project: source, build file, sample requests and a README.",
+        discussion: """
+            The project is made in the folder NAME (it must not exist). It builds with `make` (C), \
+            `swift build` (Swift) or `cargo build` (Rust). Swift and Rust projects depend on this \
+            xcallback's kit: by default the checkout this binary was built from, when it can find \
+            one, else the project's Git URL; --kit names a checkout instead.
+            """)
+
+    @Argument(help: "The plug-in's name: its folder, library, scheme and plug-in name (a-z, 0-9, _; starting with a letter).")
+    var name: String
+
+    @Option(help: "c, swift or rust.")
+    var language: TemplateLanguage = .c
+
+    @Option(help: ArgumentHelp("An xcallback checkout to take the kit from (Swift, Rust).", valueName: "path"))
+    var kit: String?
+
+    func validate() throws {
+        guard let first = name.utf8.first, first >= UInt8(ascii: "a"), first <= UInt8(ascii: "z"), name.utf8.count <= 64,
+              name.utf8.allSatisfy({ ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z")) || ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || $0 == UInt8(ascii: "_") })
+        else {
+            throw ValidationError("'\(name)' is not a plug-in name: use a-z, 0-9 and _, starting with a letter (at most 64)")
+        }
+    }
+
+    func run() throws {
+        var status = stat()
+        guard lstat(name, &status) != 0 else { throw Failure.exit("\(name) already exists; choose another name or remove it") }
+        let kitPath = try kit.map { try Self.absolute($0) } ?? SDKLocation.checkout()
+        let files = PluginTemplate(name: name, language: language, kit: kitPath).files
+        guard mkdir(name, 0o755) == 0 else { throw Failure.exit("cannot make \(name): \(String(cString: strerror(errno)))") }
+        for file in files {
+            let path = name + "/" + file.path
+            if let slash = path.lastIndex(of: "/") { try Self.makeFolders(String(path[..<slash])) }
+            do {
+                try TextFile.replace(path, with: Array(file.text.utf8))
+            } catch {
+                throw Failure.exit("\(error)")
+            }
+        }
+        print("made \(name)/ (\(language.rawValue)): \(files.map(\.path).joined(separator: ", "))")
+        print("next: cd \(name) && \(language.buildCommand) && xcallback check \(language.libraryPath(name))")
+    }
+
+    static func absolute(_ path: String) throws -> String {
+        guard let resolved = realpath(path, nil) else { throw Failure.exit("--kit \(path): \(String(cString: strerror(errno)))") }
+        defer { free(resolved) }
+        let text = String(cString: resolved)
+        guard access(text + "/Package.swift", R_OK) == 0 else { throw Failure.exit("--kit \(path): not an xcallback checkout (no Package.swift)") }
+        return text
+    }
+
+    private static func makeFolders(_ path: String) throws {
+        var built = ""
+        for part in path.split(separator: "/") {
+            built += built.isEmpty && !path.hasPrefix("/") ? String(part) : "/" + part
+            if mkdir(built, 0o755) != 0 && errno != EEXIST {
+                throw Failure.exit("cannot make \(built): \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+}
+
+enum TemplateLanguage: String, ExpressibleByArgument, CaseIterable {
+    case c, swift, rust
+
+    var buildCommand: String {
+        switch self {
+        case .c: "make"
+        case .swift: "swift build"
+        case .rust: "cargo build"
+        }
+    }
+
+    func libraryPath(_ name: String) -> String {
+        switch self {
+        case .c: "lib\(name).so"
+        case .swift: ".build/debug/lib\(name).so"
+        case .rust: "target/debug/lib\(name).so"
+        }
+    }
+}

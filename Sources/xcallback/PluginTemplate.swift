@@ -1,0 +1,240 @@
+/// The files of a new plug-in project (`xcallback new`): one route,
+/// `SCHEME://x-callback-url/hello?name=`, in the language asked for.
+struct PluginTemplate {
+    struct File {
+        var path: String
+        var text: String
+    }
+
+    var name: String
+    var language: TemplateLanguage
+    /// An xcallback checkout to take the kit from; nil: the project's URL.
+    var kit: String?
+
+    /// The project's Git URL, the Swift and Rust kits' default source.
+    static let repositoryURL = "https://github.com/xcallback/xcallback"
+
+    /// Schemes may not hold `_` (RFC 3986): `my_tool` answers `my-tool://`.
+    var scheme: String { String(name.map { $0 == "_" ? "-" : $0 }) }
+
+    var files: [File] {
+        let common = [File(path: "requests.txt", text: """
+            \(scheme)://x-callback-url/hello?name=Ada
+            \(scheme)://x-callback-url/hello
+
+            """)]
+        switch language {
+        case .c: return common + cFiles
+        case .swift: return common + swiftFiles
+        case .rust: return common + rustFiles
+        }
+    }
+
+    private func readme(build: String, library: String, kitNote: String) -> File {
+        File(path: "README.md", text: """
+            # \(name)
+
+            An [xcallback](\(Self.repositoryURL)) plug-in: `\(scheme)://x-callback-url/hello?name=Ada`
+            answers `success?greeting=Hello%2C%20Ada%21`.
+
+            ```sh
+            \(build)                                   # builds \(library)
+            xcallback check \(library)
+            xcallback run --plugins \(library.contains("/") ? String(library[..<library.lastIndex(of: "/")!]) : ".") < requests.txt
+            ```
+
+            Install: copy the library into a plug-in folder, not writable by others, in one step:
+
+            ```sh
+            mkdir -p ~/.local/share/xcallback/plugins
+            install -m 0755 \(library) ~/.local/share/xcallback/plugins/
+            ```
+
+            \(kitNote)
+            The plug-in runs in a sandbox: no network, programs or processes, and writes only in its
+            scratch folder, unless `lib\(name).caps.toml` beside the library asks for more (see the
+            plug-in guide, "Declaring capabilities").
+
+            """)
+    }
+
+    // MARK: C
+
+    private var cFiles: [File] {
+        [
+            File(path: "\(name).c", text: """
+                /*
+                 * \(name): an xcallback plug-in.
+                 *   \(scheme)://x-callback-url/hello?name=Ada  ->  success?greeting=Hello%2C%20Ada%21
+                 */
+                #include <stdio.h>
+                #include <stdlib.h>
+                #include <string.h>
+
+                #include "xcallback.h"
+
+                XCALLBACK_PLUGIN("\(name)", "0.1.0", "Says hello: \(scheme)://x-callback-url/hello?name=")
+
+                /* Kept from registration; only read afterwards, from any thread. */
+                static const xcallback_host_api *host;
+
+                static void hello(const xcallback_request *request, xcallback_reply reply, void *user_data)
+                {
+                    (void)user_data;
+                    /* A whole C string: the host refuses requests holding a NUL byte. */
+                    const char *name = host->request_parameter(request, "name", NULL);
+                    if (name == NULL) {
+                        host->reply_error(reply, "ParameterError", "missing required parameter 'name'", NULL);
+                        return;
+                    }
+                    size_t size = strlen(name) + sizeof "Hello, !";
+                    char *greeting = malloc(size);
+                    if (greeting == NULL) {
+                        host->reply_error(reply, "OutOfMemory", "cannot allocate the greeting", NULL);
+                        return;
+                    }
+                    snprintf(greeting, size, "Hello, %s!", name);
+                    const xcallback_param output[] = { { "greeting", greeting } };
+                    host->reply_success(reply, output, 1); /* copies what it needs */
+                    free(greeting);
+                }
+
+                XCALLBACK_EXPORT int xcallback_plugin_register(const xcallback_host_api *api, xcallback_plugin *plugin)
+                {
+                    host = api;
+                    return api->register_action(plugin, "\(scheme)", "hello", hello, NULL);
+                }
+
+                """),
+            File(path: "Makefile", text: """
+                # `make` builds lib\(name).so; `make check` and `make run` try it.
+                # Needs xcallback on PATH, or: make XCALLBACK=/path/to/xcallback
+                XCALLBACK ?= xcallback
+                CFLAGS ?= -std=c11 -O2 -Wall -Wextra -Wmissing-prototypes
+
+                lib\(name).so: \(name).c
+                \t$(CC) $(CFLAGS) $(shell $(XCALLBACK) sdk --cflags) -shared -fPIC -fvisibility=hidden -Wl,-z,defs $< -o $@
+                \tchmod 0755 $@
+
+                check: lib\(name).so
+                \t$(XCALLBACK) check ./lib\(name).so
+
+                run: lib\(name).so
+                \t$(XCALLBACK) run --plugins . < requests.txt
+
+                clean:
+                \trm -f lib\(name).so
+
+                .PHONY: check run clean
+
+                """),
+            readme(build: "make", library: "lib\(name).so",
+                   kitNote: "`make` finds `xcallback.h` with `xcallback sdk --cflags`."),
+        ]
+    }
+
+    // MARK: Swift
+
+    private var swiftDependency: String {
+        if let kit { return ".package(name: \"xcallback\", path: \"\(kit)\")" }
+        return ".package(url: \"\(Self.repositoryURL)\", branch: \"main\")"
+    }
+
+    private var swiftFiles: [File] {
+        [
+            File(path: "Package.swift", text: """
+                // swift-tools-version: 6.0
+                import PackageDescription
+
+                let package = Package(
+                    name: "\(name)",
+                    products: [
+                        // One dynamic library: the plug-in, with the kit linked in.
+                        .library(name: "\(name)", type: .dynamic, targets: ["\(name)"]),
+                    ],
+                    dependencies: [
+                        \(swiftDependency),
+                    ],
+                    targets: [
+                        .target(name: "\(name)", dependencies: [.product(name: "XCallbackPluginKit", package: "xcallback")]),
+                    ]
+                )
+
+                """),
+            File(path: "Sources/\(name)/\(name).swift", text: """
+                import XCallbackPluginKit
+
+                /// \(scheme)://x-callback-url/hello?name=Ada  ->  success?greeting=Hello%2C%20Ada%21
+                let plugin = Plugin(name: "\(name)", version: "0.1.0",
+                                    summary: "Says hello: \(scheme)://x-callback-url/hello?name=") { routes in
+                    routes.action("\(scheme)", "hello") { request in
+                        .success(["greeting": "Hello, \\(try request.parameter("name", as: String.self))!"])
+                    }
+                }
+
+                // The two C entry points the host looks up.
+                @_cdecl("xcallback_plugin_descriptor")
+                public func pluginDescriptor() -> UnsafeRawPointer { plugin.descriptor }
+
+                @_cdecl("xcallback_plugin_register")
+                public func pluginRegister(_ api: UnsafeRawPointer?, _ handle: OpaquePointer?) -> Int32 {
+                    plugin.register(api: api, plugin: handle)
+                }
+
+                """),
+            File(path: ".gitignore", text: ".build/\nPackage.resolved\n"),
+            readme(build: "swift build", library: ".build/debug/lib\(name).so",
+                   kitNote: kit.map { "The kit comes from the xcallback checkout at `\($0)` (`--kit`); point `Package.swift` elsewhere to change it." }
+                       ?? "The kit comes from \(Self.repositoryURL) (branch main); `xcallback new --kit PATH` takes it from a checkout instead."),
+        ]
+    }
+
+    // MARK: Rust
+
+    private var rustFiles: [File] {
+        let dependency = kit.map { "xcallback = { path = \"\($0)/bindings/rust/xcallback\" }" }
+            ?? "xcallback = { git = \"\(Self.repositoryURL)\" }"
+        let crate = name
+        return [
+            File(path: "Cargo.toml", text: """
+                [package]
+                name = "\(crate)"
+                version = "0.1.0"
+                edition = "2021"
+
+                [lib]
+                # A shared library the host loads: target/debug/lib\(name).so
+                crate-type = ["cdylib"]
+
+                [dependencies]
+                \(dependency)
+
+                """),
+            File(path: "src/lib.rs", text: """
+                //! \(scheme)://x-callback-url/hello?name=Ada  ->  success?greeting=Hello%2C%20Ada%21
+                use xcallback::{plugin, Reply, Request};
+
+                fn hello(request: &Request) -> Reply {
+                    match request.parameter("name") {
+                        Some(name) => Reply::success(&[("greeting", &format!("Hello, {name}!"))]),
+                        None => Reply::error("ParameterError", "missing required parameter 'name'"),
+                    }
+                }
+
+                plugin! {
+                    name: "\(name)",
+                    version: "0.1.0",
+                    summary: "Says hello: \(scheme)://x-callback-url/hello?name=",
+                    routes: |routes| {
+                        routes.action("\(scheme)", "hello", hello);
+                    }
+                }
+
+                """),
+            File(path: ".gitignore", text: "target/\nCargo.lock\n"),
+            readme(build: "cargo build", library: "target/debug/lib\(name).so",
+                   kitNote: kit.map { "The binding comes from the xcallback checkout at `\($0)` (`--kit`)." }
+                       ?? "The binding comes from \(Self.repositoryURL); `xcallback new --kit PATH` takes it from a checkout instead."),
+        ]
+    }
+}

@@ -1,0 +1,115 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where `cargo` is, if it is installed.
+let cargoPath: String? = ["/usr/local/cargo/bin/cargo", "/usr/bin/cargo", NSHomeDirectory() + "/.cargo/bin/cargo"]
+    .first { access($0, X_OK) == 0 }
+    ?? (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map { $0 + "/cargo" }
+        .first { access($0, X_OK) == 0 }
+
+/// Runs `command` in `directory`; fails the test with its output unless it exits 0.
+@discardableResult
+func runIn(_ directory: String, _ command: [String], environment: [String: String]? = nil, timeout: Double = 900,
+           sourceLocation: SourceLocation = #_sourceLocation) throws -> ChildProcess {
+    let shell = "cd '\(directory)' && exec " + command.map { "'\($0)'" }.joined(separator: " ")
+    let child = try ChildProcess(["/bin/sh", "-c", shell], executable: "/usr/bin/env", environment: environment)
+    let status = child.waitForExit(timeout: TestTiming.scaled(timeout))
+    try #require(status == .exited(0), "\(command.joined(separator: " ")): \(child.stdout.suffix(2000)) \(child.stderr.suffix(3000))",
+                 sourceLocation: sourceLocation)
+    return child
+}
+
+/// `xcallback new` (README, "Writing plug-ins"): each language's project
+/// builds with its usual one command and its library passes `check` and
+/// answers its sample request at once.
+@Suite("xcallback new", .serialized)
+struct NewPluginProjectTests {
+    static let checkout = SwiftPluginPackageTests.checkout
+
+    /// Makes the project, builds it with `build`, and checks and runs the library at `library`.
+    static func makeAndDrive(_ language: String, build: [String], library: String,
+                             environment: [String: String]? = nil) throws {
+        let scratch = try Scratch()
+        let name = "hello_\(language)"
+        try runIn(scratch.path, [Products.xcallback, "new", name, "--language", language, "--kit", checkout])
+        let project = scratch.file(name)
+        try runIn(project, build, environment: environment)
+        let path = project + "/" + library.replacingOccurrences(of: "NAME", with: name)
+        let check = try xcallback(["check", path])
+        #expect(check.status == .exited(0), "\(check.stderr)")
+        #expect(check.lines.contains("hello-\(language)://x-callback-url/hello"), "\(check.stdout)")
+        let requests = try String(contentsOfFile: project + "/requests.txt", encoding: .utf8).split(separator: "\n").map(String.init)
+        let plugins = String(path[..<path.lastIndex(of: "/")!])
+        let run = try xcallback(["run", "-k", "--plugins", plugins], lines: requests)
+        #expect(run.lines == [
+            "success?greeting=Hello%2C%20Ada%21",
+            "error?errorCode=ParameterError&errorMessage=missing%20required%20parameter%20%27name%27" + (language == "swift" ? "%20%28text%29&errorDomain=xcallback" : "&errorDomain=\(name)"),
+        ], "\(run.stderr)")
+    }
+
+    @Test("C: make, check, run", .scaledTimeLimit(minutes: 5))
+    func cProject() throws {
+        try Self.makeAndDrive("c", build: ["make", "XCALLBACK=\(Products.xcallback)"], library: "libNAME.so")
+    }
+
+    @Test("Swift: swift build, check, run", .scaledTimeLimit(minutes: 15))
+    func swiftProject() throws {
+        try Self.makeAndDrive("swift", build: ["swift", "build"], library: ".build/debug/libNAME.so")
+    }
+
+    @Test("Rust: cargo build, check, run", .enabled(if: cargoPath != nil, "cargo is not installed: the Rust template is not built"),
+          .scaledTimeLimit(minutes: 10))
+    func rustProject() throws {
+        try Self.makeAndDrive("rust", build: [cargoPath!, "build", "--offline"], library: "target/debug/libNAME.so")
+    }
+
+    @Test("an existing folder or a name that cannot be a scheme is refused")
+    func refusals() throws {
+        let scratch = try Scratch()
+        #expect(mkdir(scratch.file("taken"), 0o755) == 0)
+        let taken = try ChildProcess(["/bin/sh", "-c", "cd '\(scratch.path)' && exec '\(Products.xcallback)' new taken"],
+                                     executable: "/usr/bin/env")
+        #expect(taken.waitForExit(timeout: 10) != .exited(0))
+        #expect(taken.stderr.contains("taken already exists"), "\(taken.stderr)")
+        let bad = try xcallback(["new", "Bad-Name"])
+        #expect(bad.status != .exited(0))
+        #expect(bad.stderr.contains("is not a plug-in name"), "\(bad.stderr)")
+    }
+}
+
+/// `bindings/rust/xcallback` and `Examples/rust-plugin`: built outside the
+/// tree with cargo (offline: the binding has no dependencies) and driven in
+/// both isolation modes, when cargo is installed.
+@Suite("Rust plug-in")
+struct RustPluginTests {
+    @Test("Examples/rust-plugin builds with the in-repo binding and answers in both isolation modes",
+          .enabled(if: cargoPath != nil, "cargo is not installed: the Rust example is not built"),
+          .scaledTimeLimit(minutes: 10))
+    func example() throws {
+        let scratch = try Scratch()
+        let package = scratch.file("rust-plugin")
+        try FileManager.default.copyItem(atPath: SwiftPluginPackageTests.checkout + "/Examples/rust-plugin", toPath: package)
+        try? FileManager.default.removeItem(atPath: package + "/target")
+        let manifest = package + "/Cargo.toml"
+        let text = try String(contentsOfFile: manifest, encoding: .utf8)
+        let pointed = text.replacingOccurrences(of: #"path = "../../bindings/rust/xcallback""#,
+                                                with: "path = \"\(SwiftPluginPackageTests.checkout)/bindings/rust/xcallback\"")
+        #expect(pointed != text, "the example no longer depends on the binding by path")
+        try pointed.write(toFile: manifest, atomically: true, encoding: .utf8)
+        try runIn(package, [cargoPath!, "build", "--offline"])
+        let requests = try String(contentsOfFile: package + "/requests.txt", encoding: .utf8).split(separator: "\n").map(String.init)
+        for isolation in ["none", "process"] {
+            let result = try xcallback(["run", "-k", "--isolation", isolation, "--plugins", package + "/target/debug"], lines: requests)
+            #expect(result.lines == [
+                "success?greeting=Hello%2C%20Ada%21",
+                "success?greeting=Hello%2C%20Grace%21",
+                "error?errorCode=EmptyName&errorMessage=the%20name%20is%20empty&errorDomain=greeter",
+                "success?route=greeter%3A%2F%2Fx-callback-url%2Fwhoami&numbered=yes",
+            ], "\(isolation): \(result.stderr)")
+        }
+    }
+}
