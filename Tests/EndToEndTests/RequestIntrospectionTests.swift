@@ -112,4 +112,30 @@ struct RequestIntrospectionTests {
             #expect(result.stderr.contains("xcallback sdk --layout"), "\(result.stderr)")
         }
     }
+
+    static let badUTF8Source = """
+        #include "xcallback.h"
+        XCALLBACK_PLUGIN("mangler", "1.0.0", "Replies with bytes that are not UTF-8")
+        static const xcallback_host_api *host;
+        static void mangle(const xcallback_request *request, xcallback_reply reply, void *unused) {
+            (void)request; (void)unused;
+            const xcallback_param output[] = { { "v", "caf\\xe9" } };
+            host->reply_success(reply, output, 1);
+        }
+        XCALLBACK_EXPORT int xcallback_plugin_register(const xcallback_host_api *api, xcallback_plugin *plugin) {
+            host = api;
+            return api->register_action(plugin, "mangle", "it", mangle, NULL);
+        }
+        """
+
+    @Test("a reply in invalid UTF-8 is repaired and logged with the plug-in, the request id and the route",
+          arguments: ["none", "process"])
+    func invalidUTF8IsNamed(isolation: String) throws {
+        let fixture = try HostFixture([], isolation: isolation)
+        try TestPlugin.build("mangler", source: Self.badUTF8Source, into: fixture.plugins)
+        let result = try fixture.run(lines: ["mangle://x-callback-url/it"])
+        #expect(result.lines == ["success?v=caf%EF%BF%BD"], "\(result.stderr)")
+        #expect(result.stderr.contains("plug-in 'mangler' replied to request 1 (route mangle://x-callback-url/it) with invalid UTF-8 in the value of parameter 'v'"),
+                "\(result.stderr)")
+    }
 }

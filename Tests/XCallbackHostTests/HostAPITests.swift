@@ -208,7 +208,7 @@ struct ReplyTableTests {
             #expect(api.reply_cancel(xcallback_reply(token: token)) == Int32(XCALLBACK_ERR_ALREADY_COMPLETED))
         }
         let table = ReplyTable()
-        #expect(table.complete(xcallback_reply(token: 0)) { _ in .outcome(.cancel) } == .alreadyCompleted)
+        #expect(table.complete(xcallback_reply(token: 0)) { _, _ in .outcome(.cancel) } == .alreadyCompleted)
         #expect(!table.expire(xcallback_reply(token: 0)))
     }
 
@@ -218,9 +218,9 @@ struct ReplyTableTests {
         let first = table.open(request: request(), plugin: "one") { recorder.record($0) }
         #expect(table.pendingCount == 1)
         #expect(table.plugin(of: first) == "one")
-        #expect(table.complete(first) { plugin in .outcome(.error(code: "C", message: "", domain: plugin)) } == nil)
+        #expect(table.complete(first) { plugin, _ in .outcome(.error(code: "C", message: "", domain: plugin)) } == nil)
         #expect(recorder.results == [.outcome(.error(code: "C", message: "", domain: "one"))])
-        #expect(table.complete(first) { _ in .declined } == .alreadyCompleted)
+        #expect(table.complete(first) { _, _ in .declined } == .alreadyCompleted)
         #expect(!table.expire(first))
         #expect(table.pendingCount == 0)
 
@@ -228,15 +228,15 @@ struct ReplyTableTests {
         let second = table.open(request: request(), plugin: "two") { recorder.record($0) }
         #expect(second.token != first.token)
         #expect(second.token & 0xFFFF_FFFF == first.token & 0xFFFF_FFFF)
-        #expect(table.complete(first) { _ in .declined } == .alreadyCompleted)
+        #expect(table.complete(first) { _, _ in .declined } == .alreadyCompleted)
         #expect(table.plugin(of: second) == "two")
 
         // Expired: the late completion is refused as after a timeout, once.
         #expect(table.expire(second))
         #expect(!table.expire(second))
         #expect(table.pendingCount == 0)
-        #expect(table.complete(second) { _ in .outcome(.cancel) } == .afterTimeout(plugin: "two"))
-        #expect(table.complete(second) { _ in .outcome(.cancel) } == .alreadyCompleted)
+        #expect(table.complete(second) { _, _ in .outcome(.cancel) } == .afterTimeout(plugin: "two"))
+        #expect(table.complete(second) { _, _ in .outcome(.cancel) } == .alreadyCompleted)
         #expect(recorder.results.count == 1)
     }
 

@@ -108,29 +108,29 @@ enum HostAPI {
         api.request_id = { NativeRequest.borrow($0) { $0.fields.id } ?? 0 }
 
         api.reply_success = { reply, params, count in
-            HostAPI.complete(reply) { _ in
+            HostAPI.complete(reply) { plugin, request in
                 var parameters: [QueryParameter] = []
                 parameters.reserveCapacity(count)
                 for index in 0..<count {
                     guard let item = params?[index], let name = item.name else { continue }
                     parameters.append(QueryParameter(
-                        name: String(cString: name),
-                        value: item.value.map { String(cString: $0) } ?? ""))
+                        name: HostAPI.text(name, "a parameter name", plugin, request),
+                        value: item.value.map { HostAPI.text($0, "the value of parameter '\(PrintableText.escaping(String(cString: name)))'", plugin, request) } ?? ""))
                 }
                 return .outcome(.success(parameters))
             }
         }
         api.reply_error = { reply, code, message, domain in
             guard let code else { return Int32(XCALLBACK_ERR_INVALID_ARGUMENT) }
-            return HostAPI.complete(reply) { plugin in
+            return HostAPI.complete(reply) { plugin, request in
                 .outcome(.error(
-                    code: String(cString: code),
-                    message: message.map { String(cString: $0) } ?? "",
-                    domain: domain.map { String(cString: $0) } ?? plugin))
+                    code: HostAPI.text(code, "its errorCode", plugin, request),
+                    message: message.map { HostAPI.text($0, "its errorMessage", plugin, request) } ?? "",
+                    domain: domain.map { HostAPI.text($0, "its errorDomain", plugin, request) } ?? plugin))
             }
         }
-        api.reply_cancel = { reply in HostAPI.complete(reply) { _ in .outcome(.cancel) } }
-        api.reply_decline = { reply in HostAPI.complete(reply) { _ in .declined } }
+        api.reply_cancel = { reply in HostAPI.complete(reply) { _, _ in .outcome(.cancel) } }
+        api.reply_decline = { reply in HostAPI.complete(reply) { _, _ in .declined } }
 
         api.log = { plugin, level, message in
             guard let handle = PluginHandle.from(plugin), let message else { return }
@@ -155,7 +155,16 @@ enum HostAPI {
         }
     }
 
-    private static func complete(_ reply: xcallback_reply, _ result: (String) -> HandlerResult) -> Int32 {
+    /// A string a plug-in replied with. Invalid UTF-8 is repaired (U+FFFD)
+    /// and logged, naming the plug-in, the request and the route.
+    fileprivate static func text(_ pointer: UnsafePointer<CChar>, _ what: String, _ plugin: String,
+                             _ request: NativeRequest) -> String {
+        if let valid = String(validatingCString: pointer) { return valid }
+        logger.warning("plug-in '\(PrintableText.escaping(plugin))' replied to request \(request.fields.id) (route \(PrintableText.escaping(String(cString: request.route)))) with invalid UTF-8 in \(what); the bytes were replaced with U+FFFD")
+        return String(cString: pointer)
+    }
+
+    private static func complete(_ reply: xcallback_reply, _ result: (String, NativeRequest) -> HandlerResult) -> Int32 {
         switch replies.complete(reply, with: result) {
         case nil:
             return Int32(XCALLBACK_OK)

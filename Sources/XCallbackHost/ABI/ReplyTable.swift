@@ -72,7 +72,7 @@ final class ReplyTable: Sendable {
     /// Completes a token: delivers `result` (on the caller's thread) and
     /// releases the slot. Returns the refusal when it was not pending.
     @discardableResult
-    func complete(_ reply: xcallback_reply, with result: (_ plugin: String) -> HandlerResult) -> Refusal? {
+    func complete(_ reply: xcallback_reply, with result: (_ plugin: String, _ request: NativeRequest) -> HandlerResult) -> Refusal? {
         let taken = storage.withLock { storage -> Result<Entry, Refusal> in
             if let expired = storage.expired.removeValue(forKey: reply.token) {
                 Self.remember(Completion(token: reply.token, request: expired.request, plugin: expired.plugin), in: &storage)
@@ -88,7 +88,7 @@ final class ReplyTable: Sendable {
         }
         switch taken {
         case .success(let entry):
-            entry.deliver(result(entry.plugin))
+            entry.deliver(result(entry.plugin, entry.request))
             return nil
         case .failure(let refusal):
             return refusal

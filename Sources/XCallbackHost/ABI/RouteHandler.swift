@@ -43,6 +43,6 @@ extension RouteHandler {
         guard let userData, let native = NativeRequest.from(request) else { return }
         let function = Unmanaged<BoundFunction>.fromOpaque(userData).takeUnretainedValue()
         let outcome = function.call(native.fields)
-        HostAPI.replies.complete(reply) { _ in .outcome(outcome) }
+        HostAPI.replies.complete(reply) { _, _ in .outcome(outcome) }
     }
 }
