@@ -189,9 +189,11 @@ public final class Host: Sendable {
     /// replacement leaves the running version in place.
     private func prepareWorker(_ path: String, replacing: Bool) -> Prepared? {
         let (executable, security, sandboxing) = (configuration.workerExecutable, security, sandboxing)
+        let taken = registry.takenRoutes(excluding: path)
         let started = spawner.run { () -> Result<WorkerProcess, WorkerProcess.StartError> in
             Result { () throws(WorkerProcess.StartError) in
-                try WorkerProcess.start(executable: executable, pluginPath: path, security: security, sandboxing: sandboxing)
+                try WorkerProcess.start(executable: executable, pluginPath: path, security: security, sandboxing: sandboxing,
+                                        taken: taken)
             }
         }
         let worker: WorkerProcess
@@ -220,7 +222,7 @@ public final class Host: Sendable {
             routes.append((pattern, index))
         }
         let endpoint = WorkerEndpoint(first: worker, executable: executable, security: security, sandboxing: sandboxing,
-                                      spawner: spawner,
+                                      takenRoutes: { [registry] in registry.takenRoutes(excluding: path) }, spawner: spawner,
                                       policy: configuration.restartPolicy, logger: logger)
         logger.info("loaded plug-in '\(PrintableText.escaping(info.name))' \(PrintableText.escaping(info.version)) from \(PrintableText.escaping(path)) in worker \(worker.pid) with \(routes.count) route(s)")
         return Prepared(endpoint: endpoint, info: info, routes: routes)

@@ -1,3 +1,4 @@
+import XCallbackURL
 import XCallbackRouting
 
 /// What the host knows about one plug-in file: loaded with its routes, or
@@ -60,6 +61,16 @@ final class PluginRegistry: Sendable {
                 if let owner = owners.first(where: { $0 != excluded }) { return owner }
             }
             return nil
+        }
+    }
+
+    /// Every route plug-ins own (pattern, owner), but the plug-in loaded
+    /// from `excludedPath`'s: what a worker starting for that file is told.
+    func takenRoutes(excluding excludedPath: String) -> [QueryParameter] {
+        state.withLock { state in
+            let excluded = state.statuses.first { $0.isLoaded && $0.path == excludedPath }?.info?.name
+            return state.table.routes.filter { $0.value.pluginName != excluded }
+                .map { QueryParameter(name: $0.pattern.text, value: $0.value.pluginName) }
         }
     }
 

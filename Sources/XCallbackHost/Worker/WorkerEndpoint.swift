@@ -1,3 +1,4 @@
+import XCallbackURL
 import Logging
 import XCallbackSandbox
 
@@ -18,6 +19,8 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
     /// The checks every (re)started worker's file passes first.
     private let security: FileSecurity
     private let sandboxing: WorkerSandboxing
+    /// The routes other plug-ins own now, for each worker this starts.
+    private let takenRoutes: @Sendable () -> [QueryParameter]
     private let spawner: WorkerSpawner
     private let policy: RestartPolicy
     private let logger: Logger
@@ -51,11 +54,12 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
     static let retireDelay: Duration = .milliseconds(200)
 
     init(first worker: WorkerProcess, executable: String, security: FileSecurity, sandboxing: WorkerSandboxing,
-         spawner: WorkerSpawner,
+         takenRoutes: @escaping @Sendable () -> [QueryParameter], spawner: WorkerSpawner,
          policy: RestartPolicy, logger: Logger) {
         self.spawner = spawner
         self.security = security
         self.sandboxing = sandboxing
+        self.takenRoutes = takenRoutes
         self.pluginName = worker.ready.info.name
         self.path = worker.ready.info.path
         self.routes = worker.ready.routes
@@ -242,7 +246,7 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
             let worker: WorkerProcess
             do {
                 worker = try WorkerProcess.start(executable: executable, pluginPath: path, security: security,
-                                                    sandboxing: sandboxing)
+                                                    sandboxing: sandboxing, taken: takenRoutes())
             } catch {
                 disable("plug-in '\(pluginName)' could not be restarted: \(error)")
                 return

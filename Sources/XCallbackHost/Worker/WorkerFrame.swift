@@ -8,7 +8,9 @@ import XCallbackURL
 /// worker answers in completion order, each answer naming its request id.
 enum WorkerFrame: Equatable, Sendable {
     /// Host → worker, first frame: the protocol version the host speaks.
-    case hello(version: UInt32)
+    /// `taken`: routes other plug-ins own (pattern, owner), so the worker's
+    /// registration refuses a conflicting one as an in-process load would.
+    case hello(version: UInt32, taken: [QueryParameter])
     /// Worker → host: the plug-in loaded; its identity and routes in
     /// registration order (a route's index is its handler index).
     case ready(version: UInt32, info: WireInfo, routes: [String])
@@ -50,9 +52,10 @@ enum WorkerFrame: Equatable, Sendable {
         defer { swap(&writer.output, &output) }
         writer.output.append(contentsOf: [0, 0, 0, 0, 0])
         switch self {
-        case .hello(let version):
+        case .hello(let version, let taken):
             writer.output[start + 4] = Kind.hello.rawValue
             writer.u32(version)
+            writer.pairs(taken)
         case .ready(let version, let info, let routes):
             writer.output[start + 4] = Kind.ready.rawValue
             writer.u32(version)
@@ -113,7 +116,8 @@ enum WorkerFrame: Equatable, Sendable {
         let frame: WorkerFrame?
         switch kind {
         case .hello:
-            frame = reader.u32().map { .hello(version: $0) }
+            guard let version = reader.u32(), let taken = reader.pairs() else { return nil }
+            frame = .hello(version: version, taken: taken)
         case .ready:
             guard let version = reader.u32(), let name = reader.string(), let pluginVersion = reader.string(),
                   let summary = reader.string(), let major = reader.u16(), let minor = reader.u16(),

@@ -71,7 +71,7 @@ public enum WorkerMain {
             ?? BufferedWriter(descriptor: socket) { _exit(0) }
         let send: @Sendable (WorkerFrame) -> Void = { frame in writer.append { frame.encode(into: &$0) } }
 
-        guard case .frame(.hello(let version)) = reader.next(beforeBlocking: {}) else { return 2 }
+        guard case .frame(.hello(let version, let taken)) = reader.next(beforeBlocking: {}) else { return 2 }
         guard version == WorkerFrame.protocolVersion else {
             send(.loadFailed(message: "worker speaks protocol \(WorkerFrame.protocolVersion), host \(version)"))
             writer.flush()
@@ -85,8 +85,11 @@ public enum WorkerMain {
         let plugin: LoadedPlugin
         do {
             // The very file the host checked, not whatever the path names now.
+            // Routes other plug-ins own: registering one fails with
+            // XCALLBACK_ERR_ROUTE_CONFLICT here, as it would in process.
+            let owners = RouteOwners(taken)
             plugin = try PluginLoader(logger: logger, security: FileSecurity(allowInsecure: allowInsecure))
-                .load(pluginPath, from: libraryDescriptor)
+                .load(pluginPath, from: libraryDescriptor) { owners.owner(ofSameShapeAs: $0) }
         } catch {
             send(.loadFailed(message: error.description))
             writer.flush()

@@ -1,3 +1,4 @@
+import XCallbackURL
 import CHostSupport
 import Logging
 import XCallbackSandbox
@@ -82,8 +83,9 @@ final class WorkerProcess: Sendable {
 
     /// Starts `executable __worker PATH`, waits for its handshake (up to
     /// `handshakeTimeout` seconds), and returns it ready for requests.
+    /// `taken` are the routes other plug-ins own (pattern, owner).
     static func start(executable: String, pluginPath: String, security: FileSecurity, sandboxing: WorkerSandboxing,
-                      handshakeTimeout: Int32 = 10) throws(StartError) -> WorkerProcess {
+                      taken: [QueryParameter] = [], handshakeTimeout: Int32 = 10) throws(StartError) -> WorkerProcess {
         // Opened and checked here, for every start and restart: the worker
         // loads this descriptor, so a file swapped since the last check can
         // never run unchecked.
@@ -146,7 +148,7 @@ final class WorkerProcess: Sendable {
         let supervisor = supervision[0] >= 0 ? SandboxSupervisor(channel: supervision[0], group: pid) : nil
         if let supervisor { Threads.detach { supervisor.serve() } }
         var hello: [UInt8] = []
-        WorkerFrame.hello(version: WorkerFrame.protocolVersion).encode(into: &hello)
+        WorkerFrame.hello(version: WorkerFrame.protocolVersion, taken: taken).encode(into: &hello)
         _ = write(host, hello, hello.count)
 
         var waiting = pollfd(fd: host, events: Int16(POLLIN), revents: 0)

@@ -1,0 +1,52 @@
+import Foundation
+import Testing
+
+/// A route another plug-in owns is refused at registration with
+/// XCALLBACK_ERR_ROUTE_CONFLICT in both isolation modes (README, "Routes"):
+/// a plug-in that passes the code on is refused whole, one that goes on
+/// loads with its other routes. Before, a worker's registration returned OK
+/// and the host dropped the route later, so the first kind loaded in process
+/// mode and not in-process.
+@Suite("Route conflicts")
+struct RouteConflictTests {
+    static func source(name: String, first: String, passesConflictOn: Bool) -> String {
+        """
+        #include "xcallback.h"
+        XCALLBACK_PLUGIN("\(name)", "1.0.0", "conflict test")
+        static const xcallback_host_api *host;
+        static void answer(const xcallback_request *request, xcallback_reply reply, void *unused) {
+            (void)request; (void)unused;
+            const xcallback_param output[] = { { "by", "\(name)" } };
+            host->reply_success(reply, output, 1);
+        }
+        XCALLBACK_EXPORT int xcallback_plugin_register(const xcallback_host_api *api, xcallback_plugin *plugin) {
+            host = api;
+            int rc = api->register_action(plugin, "\(first)", "go", answer, NULL);
+            if (rc) return rc;
+            rc = api->register_action(plugin, "dup", "go", answer, NULL);
+            if (rc != XCALLBACK_OK && \(passesConflictOn ? 1 : 0)) return rc;
+            return XCALLBACK_OK;
+        }
+        """
+    }
+
+    @Test("the same folder gives the same routes and outcomes in both isolation modes", arguments: ["none", "process"])
+    func sameInBothModes(isolation: String) throws {
+        let fixture = try HostFixture([], isolation: isolation)
+        try TestPlugin.build("a_first", source: Self.source(name: "first", first: "one", passesConflictOn: true), into: fixture.plugins)
+        try TestPlugin.build("b_strict", source: Self.source(name: "strict", first: "two", passesConflictOn: true), into: fixture.plugins)
+        try TestPlugin.build("c_lenient", source: Self.source(name: "lenient", first: "three", passesConflictOn: false), into: fixture.plugins)
+        let result = try fixture.run(["-k"], lines: [
+            "dup://x-callback-url/go", "one://x-callback-url/go", "two://x-callback-url/go", "three://x-callback-url/go",
+        ])
+        #expect(result.status == .exited(0), "\(result.stderr)")
+        #expect(result.lines.count == 4)
+        #expect(result.lines.first == "success?by=first", "\(isolation): \(result.lines)")
+        #expect(result.lines.dropFirst().first == "success?by=first")
+        // Passing XCALLBACK_ERR_ROUTE_CONFLICT on refuses the plug-in whole.
+        #expect(result.lines.dropFirst(2).first?.hasPrefix("error?errorCode=NotFoundAction") == true, "\(isolation): \(result.lines)")
+        #expect(result.lines.last == "success?by=lenient", "\(isolation): \(result.lines)")
+        #expect(result.stderr.contains("plug-in 'first' already owns a route of the same shape"), "\(result.stderr)")
+        #expect(result.stderr.contains("xcallback_plugin_register failed with status"), "\(result.stderr)")
+    }
+}
