@@ -1,11 +1,14 @@
 import ArgumentParser
 import XCallbackHost
 import XCallbackSandbox
+import XCallbackURL
 
 /// Text from a file name or a plug-in, on one line.
 private func shown(_ text: String) -> String { PrintableText.escaping(text) }
 
-/// Probes every plug-in file of the directories, each in a child process.
+/// Probes every plug-in file of the directories, each in a child process,
+/// in the order the host loads them: each is told the routes the ones
+/// before it own, so a conflict comes out as it would in the host.
 private func probeAll(_ options: PluginDirectoryOptions, sandboxing: WorkerSandboxing) throws -> [PluginStatus] {
     let scan = PluginDiscovery(directories: options.resolved,
                                security: FileSecurity(allowInsecure: options.allowInsecure)).scan()
@@ -13,12 +16,32 @@ private func probeAll(_ options: PluginDirectoryOptions, sandboxing: WorkerSandb
         throw Failure.exit("unusable plug-in directory: \(problem)")
     }
     let refused = scan.refused.map { PluginStatus(path: $0.path, info: nil, routes: [], error: $0) }
-    let probed = scan.candidates.map {
-        PluginProbe.probe($0, executable: Environment.executable, allowInsecure: options.allowInsecure,
-                          sandboxing: sandboxing)
+    var taken: [QueryParameter] = []
+    var names = Set<String>()
+    var probed: [PluginStatus] = []
+    for candidate in scan.candidates {
+        var status = PluginProbe.probe(candidate, executable: Environment.executable, allowInsecure: options.allowInsecure,
+                                       sandboxing: sandboxing, taken: taken)
+        if let info = status.info, status.isLoaded {
+            // The host refuses a second plug-in of the same name.
+            if !names.insert(info.name).inserted {
+                let first = probed.first { $0.info?.name == info.name }?.path ?? "another file"
+                status.error = PluginLoadError(path: candidate, reason: .duplicateName(first))
+            } else {
+                taken += status.routes.map { QueryParameter(name: $0.text, value: info.name) }
+            }
+        }
+        probed.append(status)
     }
     sandboxing.removeScratchFolders()
     return (probed + refused).sorted { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) }
+}
+
+/// "; 1 route refused (calc://x-callback-url/add: plug-in 'calculator' owns it)".
+private func refusals(_ status: PluginStatus) -> String {
+    guard !status.refusedRoutes.isEmpty else { return "" }
+    let each = status.refusedRoutes.map { "\(shown($0.pattern)): plug-in '\(shown($0.owner))' loaded first and owns a route of the same shape" }
+    return "; \(status.refusedRoutes.count) route\(status.refusedRoutes.count == 1 ? "" : "s") refused (\(each.joined(separator: "; ")))"
 }
 
 struct PluginsCommand: ParsableCommand {
@@ -45,9 +68,10 @@ struct PluginsCommand: ParsableCommand {
                     ("routes", .number(status.routes.count)),
                     ("error", status.error.map { .string($0.description) } ?? .null),
                     ("sandbox", status.isLoaded ? .string(effective) : .null),
+                    ("refusedRoutes", .number(status.refusedRoutes.count)),
                 ]))
             } else if let info = status.info, status.isLoaded {
-                print("loaded    \(shown(info.name)) \(shown(info.version)) (ABI \(info.abiMajor).\(info.abiMinor), \(status.routes.count) routes; sandbox: \(shown(effective)))  \(shown(status.path))")
+                print("loaded    \(shown(info.name)) \(shown(info.version)) (ABI \(info.abiMajor).\(info.abiMinor), \(status.routes.count) routes\(refusals(status)); sandbox: \(shown(effective)))  \(shown(status.path))")
             } else {
                 print("rejected  \(status.error?.description ?? shown(status.path))")
             }
@@ -75,6 +99,15 @@ struct RoutesCommand: ParsableCommand {
             }
         }
         for status in statuses where status.isLoaded {
+            for refused in status.refusedRoutes {
+                let why = "refused: plug-in '\(refused.owner)' loaded first and owns a route of the same shape"
+                if json {
+                    print(JSONText.object([("pattern", .string(refused.pattern)), ("plugin", .string(status.info!.name)),
+                                           ("builtIn", .bool(false)), ("refused", .string(why))]))
+                } else {
+                    print("\(shown(refused.pattern)) → \(shown(status.info!.name))  (\(shown(why)))")
+                }
+            }
             for route in status.routes {
                 // Routes that call bound functions show their C declaration.
                 let signature = status.signature(of: route)
@@ -100,12 +133,21 @@ struct CheckCommand: ParsableCommand {
         abstract: "Validate one plug-in file without running a host.",
         discussion: "Exit 0 and its routes when valid; non-zero and a one-line reason when not.")
 
-    @Argument(help: "The plug-in file (.so, or a .xcallback.toml binding manifest).") var file: String
+    @Argument(help: "The plug-in file (.so, or a .xcallback.toml binding manifest); none with --plugins.") var file: String?
+    @Option(name: .customLong("plugins"), help: ArgumentHelp("Check every plug-in of this folder as the host would load them, conflicts included (repeatable).", valueName: "dir"))
+    var directories: [String] = []
     @Flag(name: .customLong("allow-insecure-plugins"), help: "Skip the ownership and permission checks.")
     var allowInsecure = false
     @OptionGroup var sandbox: SandboxOptions
 
+    func validate() throws {
+        if (file == nil) == directories.isEmpty {
+            throw ValidationError("name one plug-in file, or folders with --plugins")
+        }
+    }
+
     func run() throws {
+        guard let file else { return try checkFolders() }
         let sandboxing = try sandbox.sandboxing()
         let status = PluginProbe.probe(file, executable: Environment.executable, allowInsecure: allowInsecure,
                                        sandboxing: sandboxing)
@@ -126,6 +168,30 @@ struct CheckCommand: ParsableCommand {
     }
 }
 
+extension CheckCommand {
+    /// `check --plugins DIR`: every file as the host would load it; exit 1
+    /// when any is refused or loses a route to another plug-in.
+    func checkFolders() throws {
+        var options = PluginDirectoryOptions()
+        options.directories = directories
+        options.allowInsecure = allowInsecure
+        let statuses = try probeAll(options, sandboxing: try sandbox.sandboxing())
+        var problems = 0
+        for status in statuses {
+            if let info = status.info, status.isLoaded {
+                print("ok        \(shown(info.name)) \(shown(info.version)) (\(status.routes.count) routes\(refusals(status)))  \(shown(status.path))")
+                problems += status.refusedRoutes.count
+            } else {
+                print("refused   \(status.error?.description ?? shown(status.path))")
+                problems += 1
+            }
+        }
+        if problems > 0 {
+            throw Failure.exit("\(problems) problem\(problems == 1 ? "" : "s") in \(directories.joined(separator: ", "))")
+        }
+    }
+}
+
 /// The child side of PluginProbe; not for people.
 struct ProbeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -134,12 +200,15 @@ struct ProbeCommand: ParsableCommand {
     @Argument var file: String
     @Flag(name: .customLong("allow-insecure-plugins")) var allowInsecure = false
     @Option(name: .customLong("sandbox")) var sandbox: String?
+    @Option(name: .customLong("taken")) var taken: String?
 
     func run() throws {
         Diagnostics.bootstrap(level: .error)
         let plan = sandbox.flatMap(SandboxPlan.init(encoded:))
         if sandbox != nil && plan == nil { throw ExitCode(2) }
-        throw ExitCode(PluginProbe.runChild(path: file, allowInsecure: allowInsecure, sandbox: plan,
+        let routes = taken.flatMap(PluginProbe.decodeTaken)
+        if taken != nil && routes == nil { throw ExitCode(2) }
+        throw ExitCode(PluginProbe.runChild(path: file, allowInsecure: allowInsecure, sandbox: plan, taken: routes ?? [],
                                             logger: Diagnostics.logger))
     }
 }

@@ -30,12 +30,41 @@ struct RouteConflictTests {
         """
     }
 
-    @Test("the same folder gives the same routes and outcomes in both isolation modes", arguments: ["none", "process"])
-    func sameInBothModes(isolation: String) throws {
+    /// A folder with an owner, a plug-in that passes the conflict on, and one that goes on.
+    static func conflictingFolder(isolation: String) throws -> HostFixture {
         let fixture = try HostFixture([], isolation: isolation)
         try TestPlugin.build("a_first", source: Self.source(name: "first", first: "one", passesConflictOn: true), into: fixture.plugins)
         try TestPlugin.build("b_strict", source: Self.source(name: "strict", first: "two", passesConflictOn: true), into: fixture.plugins)
         try TestPlugin.build("c_lenient", source: Self.source(name: "lenient", first: "three", passesConflictOn: false), into: fixture.plugins)
+        return fixture
+    }
+
+    @Test("check --plugins, routes and plugins show the folder as the host loads it, conflicts and the winner included")
+    func listingsShowConflicts() throws {
+        let fixture = try Self.conflictingFolder(isolation: "process")
+        let check = try xcallback(["check", "--plugins", fixture.plugins])
+        #expect(check.status == .exited(1))
+        #expect(check.lines.count == 3, "\(check.stdout)")
+        #expect(check.lines[0].hasPrefix("ok        first 1.0.0 (2 routes)"), "\(check.lines)")
+        #expect(check.lines[1].hasPrefix("refused   ") && check.lines[1].contains("XCALLBACK_ERR_ROUTE_CONFLICT"), "\(check.lines)")
+        #expect(check.lines[2].contains("lenient 1.0.0 (1 routes; 1 route refused (dup://x-callback-url/go: plug-in 'first' loaded first"),
+                "\(check.lines)")
+        #expect(check.stderr.contains("2 problems in \(fixture.plugins)"), "\(check.stderr)")
+
+        let routes = try xcallback(["routes", "--plugins", fixture.plugins])
+        #expect(routes.lines.contains("dup://x-callback-url/go → first"), "\(routes.lines)")
+        #expect(routes.lines.contains("dup://x-callback-url/go → lenient  (refused: plug-in 'first' loaded first and owns a route of the same shape)"),
+                "\(routes.lines)")
+        #expect(!routes.lines.contains { $0.contains("→ strict") }, "\(routes.lines)")
+
+        let plugins = try xcallback(["plugins", "--json", "--plugins", fixture.plugins])
+        let objects = try plugins.lines.map { try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
+        #expect(objects.first { $0["name"] as? String == "lenient" }?["refusedRoutes"] as? Int == 1, "\(plugins.stdout)")
+    }
+
+    @Test("the same folder gives the same routes and outcomes in both isolation modes", arguments: ["none", "process"])
+    func sameInBothModes(isolation: String) throws {
+        let fixture = try Self.conflictingFolder(isolation: isolation)
         let result = try fixture.run(["-k"], lines: [
             "dup://x-callback-url/go", "one://x-callback-url/go", "two://x-callback-url/go", "three://x-callback-url/go",
         ])

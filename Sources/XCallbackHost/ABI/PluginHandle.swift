@@ -16,6 +16,13 @@ struct Registration: Sendable {
     let handler: RouteHandler
 }
 
+/// A route a plug-in asked for and did not get: another plug-in, loaded
+/// first, owns one of the same shape.
+public struct RefusedRoute: Sendable, Equatable {
+    public var pattern: String
+    public var owner: String
+}
+
 /// The host's side of `xcallback_plugin *`: who the plug-in is, and what it
 /// registered. The pointer a plug-in holds is this object's address; the
 /// object is retained for the life of the process because plug-ins may keep
@@ -31,6 +38,7 @@ final class PluginHandle: Sendable {
     private struct State {
         var registering = false
         var registrations: [Registration] = []
+        var refused: [RefusedRoute] = []
     }
 
     init(name: String, logger: Logger, conflictOwner: @escaping @Sendable (RoutePattern) -> String? = { _ in nil }) {
@@ -55,6 +63,8 @@ final class PluginHandle: Sendable {
     }
 
     var registrations: [Registration] { state.withLock { $0.registrations } }
+    /// Routes refused because another plug-in owns one of the same shape.
+    var refused: [RefusedRoute] { state.withLock { $0.refused } }
 
     func beginRegistration() { state.withLock { $0.registering = true } }
     func endRegistration() { state.withLock { $0.registering = false } }
@@ -78,6 +88,7 @@ final class PluginHandle: Sendable {
         }
         if let owner = conflictOwner(pattern) {
             logger.error("refused route \(pattern): \(PluginLoader.refusal(of: pattern, owner: owner))")
+            state.withLock { $0.refused.append(RefusedRoute(pattern: pattern.text, owner: owner)) }
             return Int32(XCALLBACK_ERR_ROUTE_CONFLICT)
         }
         return state.withLock { state in

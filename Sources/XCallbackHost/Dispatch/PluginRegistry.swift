@@ -11,6 +11,8 @@ public struct PluginStatus: Sendable {
     /// The C declarations of routes that call bound functions (typed
     /// function actions, manifests), by route text; absent for C handlers.
     public var signatures: [String: String]
+    /// Routes it asked for that another plug-in, loaded first, owns.
+    public var refusedRoutes: [RefusedRoute] = []
 
     public var isLoaded: Bool { error == nil && info != nil }
 

@@ -38,6 +38,17 @@ public struct PluginLoadError: Error, Sendable, Equatable, CustomStringConvertib
     /// The path as printed: control characters escaped.
     private var shownPath: String { PrintableText.escaping(path) }
 
+    /// What an `XCALLBACK_ERR_*` status a plug-in passed on means.
+    static func meaning(of status: Int32) -> String? {
+        switch status {
+        case -1: "XCALLBACK_ERR_INVALID_ARGUMENT: a registration had a NULL or malformed argument"
+        case -2: "XCALLBACK_ERR_BAD_PATTERN: a route pattern does not parse"
+        case -3: "XCALLBACK_ERR_ROUTE_CONFLICT: another plug-in, loaded first, owns a route of the same shape"
+        case -6: "XCALLBACK_ERR_BAD_DECLARATION: a function declaration was refused"
+        default: nil
+        }
+    }
+
     public var description: String {
         let path = shownPath
         switch reason {
@@ -45,7 +56,8 @@ public struct PluginLoadError: Error, Sendable, Equatable, CustomStringConvertib
         case .notAPlugin: return "\(path): not an xcallback plug-in (no xcallback_plugin_descriptor symbol)"
         case .badDescriptor(let field, let problem): return "\(path): descriptor field '\(field)' \(problem)"
         case .missingRegister: return "\(path): no xcallback_plugin_register symbol"
-        case .registrationFailed(let status): return "\(path): xcallback_plugin_register failed with status \(status)"
+        case .registrationFailed(let status):
+            return "\(path): xcallback_plugin_register failed with status \(status)\(Self.meaning(of: status).map { " (\($0))" } ?? "")"
         case .insecure(let why): return "\(path): refused: \(why)"
         case .notRegularFile: return "\(path): not a regular file"
         case .duplicateName(let other): return "\(path): a plug-in with the same name is already loaded from \(other)"

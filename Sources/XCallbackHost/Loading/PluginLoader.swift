@@ -36,6 +36,8 @@ public final class LoadedPlugin: Sendable {
     }
 
     public var name: String { info.name }
+    /// Routes refused because another plug-in owns one of the same shape.
+    public var refusedRoutes: [RefusedRoute] { handle.refused }
     public var routes: [RoutePattern] { registrations.map(\.pattern) }
     /// For each route (in the order of ``routes``), the C declaration of
     /// its bound function, or nil for a C handler.

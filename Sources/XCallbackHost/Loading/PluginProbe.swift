@@ -2,6 +2,7 @@ import CHostSupport
 import Logging
 import XCallbackSandbox
 import XCallbackRouting
+import XCallbackURL
 
 #if canImport(Glibc)
 import Glibc
@@ -27,8 +28,10 @@ public enum PluginProbe {
 
     /// With `sandboxing`, the child enters the sandbox a worker for the
     /// file would, before its constructors run.
+    /// `taken` are the routes plug-ins loaded before it own (pattern,
+    /// owner): registering one fails as it would in the host.
     public static func probe(_ path: String, executable: String, allowInsecure: Bool,
-                             sandboxing: WorkerSandboxing? = nil,
+                             sandboxing: WorkerSandboxing? = nil, taken: [QueryParameter] = [],
                              timeLimit: Int32 = PluginProbe.timeLimit) -> PluginStatus {
         // The child loads the very file checked here.
         let file: PluginFile
@@ -50,7 +53,8 @@ public enum PluginProbe {
         }
         let arguments: [UnsafeMutablePointer<CChar>?] = [strdup(executable), strdup(subcommand), strdup(path)]
             + (allowInsecure ? [strdup(WorkerMain.allowInsecureFlag)] : [])
-            + (plan.map { [strdup(WorkerMain.sandboxOption), strdup($0.encoded)] } ?? []) + [nil]
+            + (plan.map { [strdup(WorkerMain.sandboxOption), strdup($0.encoded)] } ?? [])
+            + (taken.isEmpty ? [] : [strdup(takenOption), strdup(encode(taken))]) + [nil]
         defer { arguments.forEach { free($0) } }
         var pid = pid_t()
         let library = ChildDescriptors.Placement(descriptor: file.descriptor, number: WorkerMain.libraryDescriptor)
@@ -78,7 +82,28 @@ public enum PluginProbe {
     }
 
     /// The child's side: load, report, exit.
-    public static func runChild(path: String, allowInsecure: Bool, sandbox: SandboxPlan?, logger: Logger) -> Int32 {
+    /// The option the routes taken by earlier plug-ins come in.
+    public static let takenOption = "--taken"
+
+    /// `pattern=owner&…`, each percent-encoded.
+    static func encode(_ taken: [QueryParameter]) -> String {
+        taken.map { PercentEncoding.encode($0.name) + "=" + PercentEncoding.encode($0.value) }.joined(separator: "&")
+    }
+
+    /// What `encode` wrote; nil for anything else.
+    public static func decodeTaken(_ text: String) -> [QueryParameter]? {
+        var taken: [QueryParameter] = []
+        for item in text.split(separator: "&") {
+            let parts = item.split(separator: "=", maxSplits: 1)
+            guard parts.count == 2, let pattern = try? PercentEncoding.decode(parts[0]),
+                  let owner = try? PercentEncoding.decode(parts[1]) else { return nil }
+            taken.append(QueryParameter(name: pattern, value: owner))
+        }
+        return taken
+    }
+
+    public static func runChild(path: String, allowInsecure: Bool, sandbox: SandboxPlan?, taken: [QueryParameter] = [],
+                                logger: Logger) -> Int32 {
         // Anything the plug-in prints must not be mistaken for the report.
         let report = dup(1)
         dup2(2, 1)
@@ -91,8 +116,9 @@ public enum PluginProbe {
                     throw PluginLoadError(path: path, reason: .other("cannot enter the sandbox: \(error)"))
                 }
             }
+            let owners = RouteOwners(taken)
             let plugin = try PluginLoader(logger: logger, security: FileSecurity(allowInsecure: allowInsecure))
-                .load(path, from: WorkerMain.libraryDescriptor)
+                .load(path, from: WorkerMain.libraryDescriptor) { owners.owner(ofSameShapeAs: $0) }
             let info = plugin.info
             lines.append(["plugin", info.name, info.version, "\(info.abiMajor).\(info.abiMinor)", info.summary].map(escape).joined(separator: "\t"))
             for route in plugin.routes { lines.append("route\t" + escape(route.text)) }
@@ -100,6 +126,9 @@ public enum PluginProbe {
             // know it skips it (unknown kinds are ignored).
             for (route, signature) in zip(plugin.routes, plugin.signatures) {
                 if let signature { lines.append(["signature", route.text, signature.description].map(escape).joined(separator: "\t")) }
+            }
+            for refused in plugin.refusedRoutes {
+                lines.append(["refused", refused.pattern, refused.owner].map(escape).joined(separator: "\t"))
             }
         } catch {
             lines.append(["error", encode(error.reason), escape(error.description)].joined(separator: "\t"))
@@ -122,6 +151,8 @@ public enum PluginProbe {
                 if let pattern = try? RoutePattern(fields[1]) { status.routes.append(pattern) }
             case "signature" where fields.count == 3:
                 status.signatures[fields[1]] = fields[2]
+            case "refused" where fields.count == 3:
+                status.refusedRoutes.append(RefusedRoute(pattern: fields[1], owner: fields[2]))
             case "error" where fields.count == 3:
                 status.error = PluginLoadError(path: path, reason: decode(fields[1], message: fields[2], path: path))
             default:
