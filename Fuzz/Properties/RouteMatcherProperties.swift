@@ -138,7 +138,9 @@ enum RouteMatcherProperties {
                                 shown(name))
                     if !names.contains(name) { names.append(name) }
                 case .literal(let literal):
-                    try require(!literal.isEmpty, "a literal is not empty", shown(text))
+                    // Only the scheme's root route (`scheme://` alone) has an empty one: its host.
+                    let isRoot = text.utf8.count == prefix.count + 3 && alternatives == [[.literal("")]]
+                    try require(!literal.isEmpty || isRoot, "a literal is empty only in a scheme's root route", shown(text))
                 }
             }
             let argumentNames = alternative.compactMap { segment -> String? in
