@@ -34,6 +34,8 @@ ROUTE_BENCH = os.path.join(SUITE, "RouteBench", ".build", "release", "RouteBench
 PYTHON_PEER = os.path.join(SUITE, "python_peer.py")
 PACER = os.path.join(WORK, "bin", "pacer")
 RUNSTAT = os.path.join(WORK, "bin", "runstat")
+# The Calculator's job in plain C, with only the unavoidable work (c_reference.c).
+C_REFERENCE = os.path.join(WORK, "bin", "c_reference")
 BENCH_PLUGINS = os.path.join(WORK, "plugins", "bench")
 SAMPLE_PLUGINS = os.path.join(WORK, "plugins", "samples")
 GENERATED_PLUGINS = os.path.join(WORK, "plugins", "gen100")
@@ -90,6 +92,7 @@ def build(skip_swift):
     cflags = ["cc", "-std=c11", "-O2", "-Wall", "-shared", "-fPIC", "-I" + include]
     run_checked(["cc", "-O2", "-Wall", "-o", PACER, os.path.join(SUITE, "pacer.c")])
     run_checked(["cc", "-O2", "-Wall", "-o", RUNSTAT, os.path.join(SUITE, "runstat.c")])
+    run_checked(["cc", "-O2", "-Wall", "-o", C_REFERENCE, os.path.join(SUITE, "c_reference.c"), "-lm"])
 
     # The trivial C plug-in alone.
     fresh_directory(BENCH_PLUGINS)
@@ -232,6 +235,7 @@ def check_outputs(calc_path):
         "xcallback process": host("process", SAMPLE_PLUGINS),
         "Foundation peer": [FOUNDATION_PEER],
         "Python peer": [sys.executable, PYTHON_PEER],
+        "C reference": [C_REFERENCE],
     }
     outputs = {}
     for label, command in contenders.items():
@@ -267,6 +271,7 @@ def throughput(config, streams):
         ("xcallback process · calculator · sandbox off", "calc", host("process", SAMPLE_PLUGINS, extra=["--sandbox", "off"])),
         ("xcallback none · mixed", "mixed", host("none", SAMPLE_PLUGINS)),
         ("xcallback process · mixed", "mixed", host("process", SAMPLE_PLUGINS)),
+        ("C reference · calc", "calc", [C_REFERENCE]),
         ("Foundation peer · calc", "calc", [FOUNDATION_PEER]),
         ("Python peer · calc", "calc", [sys.executable, PYTHON_PEER]),
     ]
@@ -303,6 +308,8 @@ def throughput(config, streams):
         "sandbox_on_vs_off_calc": rate["xcallback process · calculator"] / rate["xcallback process · calculator · sandbox off"],
         "sandbox_on_vs_off_noop": rate["xcallback process · noop (C)"] / rate["xcallback process · noop (C) · sandbox off"],
         "none_calc_vs_cat": rate["xcallback none · calculator"] / rate["cat (I/O floor)"],
+        "none_calc_vs_c_reference": rate["xcallback none · calculator"] / rate["C reference · calc"],
+        "process_calc_vs_c_reference": rate["xcallback process · calculator"] / rate["C reference · calc"],
         "none_noop_vs_none_calc": rate["xcallback none · noop (C)"] / rate["xcallback none · calculator"],
     }
     return {"rows": rows, "ratios": ratios}
@@ -544,6 +551,8 @@ def targets(results):
         rate = t["rows"]["xcallback none · calculator"]["urls_per_s"]
         target("in-process calculator throughput", rate, ">= 1,000,000 URLs/s", rate >= 1e6, "URLs/s")
         r = t["ratios"]
+        target("in-process calculator vs the C reference", r["none_calc_vs_c_reference"], ">= 0.6",
+               r["none_calc_vs_c_reference"] >= 0.6, "x")
         target("in-process calculator vs Foundation peer", r["none_calc_vs_foundation"], ">= 5x",
                r["none_calc_vs_foundation"] >= 5, "x")
         target("in-process calculator vs Python peer", r["none_calc_vs_python"], ">= 25x",
@@ -617,6 +626,9 @@ def table(results):
         lines.append("  ratios: none·calc / Foundation %.2fx, / Python %.1fx; process / none: calc %.2f, noop %.2f, mixed %.2f"
                      % (r["none_calc_vs_foundation"], r["none_calc_vs_python"], r["process_vs_none_calc"],
                         r["process_vs_none_noop"], r["process_vs_none_mixed"]))
+        lines.append("  share of the C reference: none·calc %.3f, process·calc %.3f; sandbox on / off: calc %.2f, noop %.2f"
+                     % (r["none_calc_vs_c_reference"], r["process_calc_vs_c_reference"],
+                        r["sandbox_on_vs_off_calc"], r["sandbox_on_vs_off_noop"]))
     if "latency" in results:
         l = results["latency"]
         lines.append("")
