@@ -44,7 +44,7 @@ let package = Package(
         .target(name: "CSandbox", dependencies: ["CSeccomp"]),
         .target(
             name: "XCallbackSandbox",
-            dependencies: ["CSandbox", .product(name: "TOMLKit", package: "TOMLKit")]
+            dependencies: ["CSandbox", "XCallbackURL", .product(name: "TOMLKit", package: "TOMLKit")]
         ),
         .systemLibrary(
             name: "CFFI",

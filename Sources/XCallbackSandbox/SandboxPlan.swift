@@ -1,3 +1,5 @@
+import XCallbackURL
+
 /// Everything a worker needs to build its sandbox, decided by the host and
 /// handed to the worker on its command line (`--sandbox PLAN`), where an
 /// operator can also see it (`ps`).
@@ -17,7 +19,7 @@ public struct SandboxPlan: Sendable, Equatable {
         self.strict = strict
     }
 
-    /// `key=value&…`, values escaped like a URL query (paths may hold any byte but NUL).
+    /// `key=value&…`, values percent-encoded like a URL query (paths may hold any byte but NUL).
     public var encoded: String {
         var fields: [(String, String)] = [
             ("network", capabilities.network ? "1" : "0"), ("exec", capabilities.exec ? "1" : "0"),
@@ -28,7 +30,7 @@ public struct SandboxPlan: Sendable, Equatable {
         fields += capabilities.filesRead.map { ("read", $0) }
         fields += capabilities.filesWrite.map { ("write", $0) }
         fields += capabilities.environment.map { ("environment", $0) }
-        return fields.map { "\($0)=\(Self.escape($1))" }.joined(separator: "&")
+        return fields.map { "\($0)=\(PercentEncoding.encode($1))" }.joined(separator: "&")
     }
 
     /// The plan `encoded` wrote; nil for anything else.
@@ -37,7 +39,7 @@ public struct SandboxPlan: Sendable, Equatable {
         var scratch: String?, plugin: String?, strict = false
         for field in encoded.split(separator: "&") {
             let parts = field.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard parts.count == 2, let value = Self.unescape(parts[1]) else { return nil }
+            guard parts.count == 2, let value = try? PercentEncoding.decode(parts[1]) else { return nil }
             switch parts[0] {
             case "network": capabilities.network = value == "1"
             case "exec": capabilities.exec = value == "1"
@@ -55,40 +57,5 @@ public struct SandboxPlan: Sendable, Equatable {
         }
         guard let scratch, let plugin else { return nil }
         self.init(capabilities: capabilities, scratch: scratch, pluginPath: plugin, strict: strict)
-    }
-
-    private static func escape(_ text: String) -> String {
-        var out = ""
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "/"), UInt8(ascii: "."),
-                 UInt8(ascii: "_"), UInt8(ascii: "-"):
-                out.unicodeScalars.append(Unicode.Scalar(byte))
-            default:
-                let hex = Array("0123456789ABCDEF".utf8)
-                out += "%" + String(decoding: [hex[Int(byte >> 4)], hex[Int(byte & 15)]], as: UTF8.self)
-            }
-        }
-        return out
-    }
-
-    private static func unescape(_ text: Substring) -> String? {
-        var bytes: [UInt8] = []
-        var iterator = Array(text.utf8).makeIterator()
-        while let byte = iterator.next() {
-            guard byte == UInt8(ascii: "%") else { bytes.append(byte); continue }
-            guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else { return nil }
-            bytes.append(high << 4 | low)
-        }
-        return String(validating: bytes, as: UTF8.self)
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 }

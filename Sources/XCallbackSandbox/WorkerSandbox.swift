@@ -43,11 +43,11 @@ public enum WorkerSandbox {
     static let programFolders = ["/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/local/bin", "/usr/libexec"]
 
     /// Applies `plan` to this process and every thread and process it
-    /// starts; `readable` names more folders to read (where the plug-in
-    /// really lives, past symlinks); `supervisor` is the socket to hand the
+    /// starts; `loadedFrom` names more files whose folders may be read (the
+    /// file the plug-in really is, past symlinks); `supervisor` is the socket to hand the
     /// seccomp listener to the host on (-1: none, the kernel answers alone).
     /// Returns the layers applied, for the log.
-    public static func enter(_ plan: SandboxPlan, report: SandboxReport?, readable: [String] = [],
+    public static func enter(_ plan: SandboxPlan, report: SandboxReport?, loadedFrom: [String] = [],
                              supervisor: Int32 = -1) throws(SandboxError) -> [String] {
         let support = KernelSupport.probe()
         if plan.strict, let missing = support.missing {
@@ -98,7 +98,7 @@ public enum WorkerSandbox {
 
         var ruleset: Int32 = -1
         if let abi = support.landlockABI {
-            ruleset = try landlockRuleset(plan, abi: abi, readable: readable)
+            ruleset = try landlockRuleset(plan, abi: abi, loadedFrom: loadedFrom)
         }
         guard xcallback_drop_capabilities() == 0 else {
             throw SandboxError("cannot drop capabilities: \(String(cString: strerror(errno)))")
@@ -130,7 +130,7 @@ public enum WorkerSandbox {
         }
     }
 
-    private static func landlockRuleset(_ plan: SandboxPlan, abi: Int, readable: [String]) throws(SandboxError) -> Int32 {
+    private static func landlockRuleset(_ plan: SandboxPlan, abi: Int, loadedFrom: [String]) throws(SandboxError) -> Int32 {
         let capabilities = plan.capabilities
         let handledNetwork: UInt64 = abi >= 4 && !capabilities.network
             ? LandlockRights.bindTCP | LandlockRights.connectTCP : 0
@@ -148,7 +148,7 @@ public enum WorkerSandbox {
         // Executing needs the right on the program and on its loader.
         let execute = capabilities.exec ? LandlockRights.execute : 0
         for path in systemReadable + mappedFolders() { try allow(path, LandlockRights.read | execute) }
-        for path in [folder(of: plan.pluginPath)] + readable { try allow(path, LandlockRights.read) }
+        for file in [plan.pluginPath] + loadedFrom { try allow(folder(of: file), LandlockRights.read) }
         for device in devices {
             try allow(device, LandlockRights.readFile | LandlockRights.writeFile | LandlockRights.truncate)
         }

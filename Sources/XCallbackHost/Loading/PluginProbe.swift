@@ -111,7 +111,7 @@ public enum PluginProbe {
         do throws(PluginLoadError) {
             if let sandbox {
                 do {
-                    _ = try WorkerSandbox.enter(sandbox, report: nil, readable: WorkerMain.loadFolders(path))
+                    _ = try WorkerSandbox.enter(sandbox, report: nil, loadedFrom: WorkerMain.loadedFiles(path))
                 } catch {
                     throw PluginLoadError(path: path, reason: .other("cannot enter the sandbox: \(error)"))
                 }

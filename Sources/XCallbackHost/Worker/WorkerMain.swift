@@ -60,7 +60,7 @@ public enum WorkerMain {
                 // Without the channel (the host could not make it), the kernel answers alone.
                 let supervisor = fcntl(supervisorDescriptor, F_GETFD) >= 0 ? supervisorDescriptor : -1
                 let layers = try WorkerSandbox.enter(sandbox, report: progress?.sandboxReport,
-                                                     readable: loadFolders(pluginPath), supervisor: supervisor)
+                                                     loadedFrom: loadedFiles(pluginPath), supervisor: supervisor)
                 logger.debug("worker \(getpid()): sandbox \(layers.joined(separator: ", ")); \(sandbox.capabilities.summary)")
             } catch {
                 sandboxError = error
@@ -139,10 +139,10 @@ public enum WorkerMain {
         _exit(0)
     }
 
-    /// Folders the plug-in is loaded from beyond the one its path names:
-    /// the folder of the file it really is (its path may be a symlink), and
-    /// for a binding manifest, its library's.
-    static func loadFolders(_ pluginPath: String, descriptor: Int32 = libraryDescriptor) -> [String] {
+    /// Files the plug-in is loaded from beyond the one its path names (the
+    /// sandbox lets their folders be read): the file it really is (its path
+    /// may be a symlink), and for a binding manifest, its library.
+    static func loadedFiles(_ pluginPath: String, descriptor: Int32 = libraryDescriptor) -> [String] {
         var files: [String] = []
         if let real = FileSecurity.realPath(of: descriptor) { files.append(real) }
         if pluginPath.hasSuffix(BindingManifest.suffix),
@@ -154,10 +154,7 @@ public enum WorkerMain {
             var resolved = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
             if realpath(library, &resolved) != nil { files.append(String(cString: resolved)) }
         }
-        return files.map { file in
-            guard let slash = file.lastIndex(of: "/") else { return "." }
-            return slash == file.startIndex ? "/" : String(file[..<slash])
-        }
+        return files
     }
 
     private static func run(id: UInt64, handler: Int, fields: RequestFields, on endpoint: InProcessEndpoint,
