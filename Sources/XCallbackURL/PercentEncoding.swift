@@ -159,6 +159,29 @@ extension PercentEncoding {
         return String(decoding: UnsafeBufferPointer(start: target, count: count), as: UTF8.self)
     }
 
+    /// Decodes `bytes[start..<end]` into `target` without a String: the
+    /// host's fast path. `target` has room for `bytes.count - start` bytes
+    /// (whole words are copied). Returns the decoded length, or nil where
+    /// `decodedString` would throw (a malformed escape, an escaped NUL,
+    /// decoded bytes that are not UTF-8). The raw range is valid UTF-8.
+    @inline(__always)
+    static func decode(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int,
+                       into target: UnsafeMutablePointer<UInt8>) -> Int? {
+        guard let base = bytes.baseAddress, end > start else { return 0 }
+        let limit = bytes.count
+        let firstPercent = ByteSearch.firstIndex(of: ASCII.percent, in: base, from: start, to: end, limit: limit)
+        if firstPercent == end {
+            target.update(from: base + start, count: end - start)
+            return end - start
+        }
+        do throws(URLParseError) {
+            return try decode(base, from: start, firstPercent: firstPercent, to: end, limit: limit,
+                              into: target, rejectingNUL: true)
+        } catch {
+            return nil
+        }
+    }
+
     /// Decodes `base[start..<end]`, whose first '%' is at `firstPercent`, into `target`;
     /// returns the decoded length. Reads no further than `limit`; `target` has room for
     /// `limit - start` bytes.

@@ -105,7 +105,7 @@ enum HostAPI {
         api.request_argument_value = { request, index in
             NativeRequest.borrow(request) { $0.argumentValue(at: Int(index)) }
         }
-        api.request_id = { NativeRequest.borrow($0) { $0.fields.id } ?? 0 }
+        api.request_id = { NativeRequest.borrow($0) { $0.id } ?? 0 }
 
         api.reply_success = { reply, params, count in
             HostAPI.complete(reply) { plugin, request in
@@ -160,7 +160,7 @@ enum HostAPI {
     fileprivate static func text(_ pointer: UnsafePointer<CChar>, _ what: String, _ plugin: String,
                              _ request: NativeRequest) -> String {
         if let valid = String(validatingCString: pointer) { return valid }
-        logger.warning("plug-in '\(PrintableText.escaping(plugin))' replied to request \(request.fields.id) (route \(PrintableText.escaping(String(cString: request.route)))) with invalid UTF-8 in \(what); the bytes were replaced with U+FFFD")
+        logger.warning("plug-in '\(PrintableText.escaping(plugin))' replied to request \(request.id) (route \(PrintableText.escaping(request.routeText))) with invalid UTF-8 in \(what); the bytes were replaced with U+FFFD")
         return String(cString: pointer)
     }
 

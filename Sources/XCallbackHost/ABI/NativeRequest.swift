@@ -27,6 +27,10 @@ public struct RequestFields: Sendable, Equatable {
 /// NUL-terminated in one allocation, so an accessor is an offset lookup and
 /// the returned pointers stay valid for the request's whole life.
 /// The `xcallback_request *` a plug-in sees is this object's address.
+///
+/// The fast lane refills one of these for request after request (see
+/// `FastLane`): its storage and offset arrays keep their capacity, so a
+/// request that is answered before its handler returns allocates nothing.
 final class NativeRequest: @unchecked Sendable {
     private struct Parameter {
         var name: Int
@@ -34,36 +38,50 @@ final class NativeRequest: @unchecked Sendable {
         var valueLength: Int
     }
 
-    private let storage: UnsafeMutablePointer<CChar>
-    private let urlOffset: Int
-    private let schemeOffset: Int
-    private let sourceOffset: Int?
-    private let routeOffset: Int
-    private let parameterOffsets: [Parameter]
-    private let argumentOffsets: [Parameter]
-    let fields: RequestFields
+    private var storage: UnsafeMutablePointer<CChar>
+    private var capacity: Int
+    private var schemeOffset = 0
+    private var sourceOffset: Int?
+    private var routeOffset = 0
+    private var parameterOffsets: [Parameter] = []
+    private var argumentOffsets: [Parameter] = []
+    /// The fields it was built from; nil for a request the fast lane filled
+    /// (bound functions, which read them, never take that lane).
+    private(set) var fields: RequestFields?
+    /// The host's number for the request (`request_id`).
+    private(set) var id: UInt64 = 0
+    /// The pattern of the route that matched, as registered.
+    private(set) var routeText: String
+
+    /// An empty request for the fast lane to fill.
+    init() {
+        capacity = 1024
+        storage = UnsafeMutablePointer<CChar>.allocate(capacity: capacity)
+        routeText = ""
+        parameterOffsets.reserveCapacity(16)
+    }
 
     /// `route` is the pattern of the route that matched, as registered.
     init(_ fields: RequestFields, route: String) {
         self.fields = fields
+        self.id = fields.id
+        self.routeText = route
         var size = fields.url.utf8.count + fields.scheme.utf8.count + route.utf8.count + 3
         size += (fields.source?.utf8.count ?? 0) + 1
         for item in fields.parameters { size += item.name.utf8.count + item.value.utf8.count + 2 }
         for item in fields.arguments { size += item.name.utf8.count + item.value.utf8.count + 2 }
-        let storage = UnsafeMutablePointer<CChar>.allocate(capacity: size)
+        capacity = size
+        storage = UnsafeMutablePointer<CChar>.allocate(capacity: size)
         var cursor = 0
         cursor = Self.copy(fields.url, to: storage, at: cursor)
-        let urlOffset = 0
-        let schemeOffset = cursor
+        schemeOffset = cursor
         cursor = Self.copy(fields.scheme, to: storage, at: cursor)
-        let routeOffset = cursor
+        routeOffset = cursor
         cursor = Self.copy(route, to: storage, at: cursor)
-        var sourceOffset: Int?
         if let source = fields.source {
             sourceOffset = cursor
             cursor = Self.copy(source, to: storage, at: cursor)
         }
-        var parameterOffsets: [Parameter] = []
         parameterOffsets.reserveCapacity(fields.parameters.count)
         for item in fields.parameters {
             let name = cursor
@@ -72,7 +90,6 @@ final class NativeRequest: @unchecked Sendable {
             cursor = Self.copy(item.value, to: storage, at: cursor)
             parameterOffsets.append(Parameter(name: name, value: value, valueLength: cursor - value - 1))
         }
-        var argumentOffsets: [Parameter] = []
         if !fields.arguments.isEmpty {
             argumentOffsets.reserveCapacity(fields.arguments.count)
             for item in fields.arguments {
@@ -83,14 +100,71 @@ final class NativeRequest: @unchecked Sendable {
                 argumentOffsets.append(Parameter(name: name, value: value, valueLength: cursor - value - 1))
             }
         }
-        self.storage = storage
-        self.urlOffset = urlOffset
-        self.schemeOffset = schemeOffset
-        self.sourceOffset = sourceOffset
-        self.routeOffset = routeOffset
-        self.parameterOffsets = parameterOffsets
-        self.argumentOffsets = argumentOffsets
     }
+
+    /// Refills this request from a line the fast lane parsed: the URL as
+    /// read, the lowercased scheme, `x-source` and every parameter decoded.
+    /// A route the lane takes is all literals, so there are no arguments.
+    /// Returns false, leaving it unusable until the next fill, when a value
+    /// does not decode (the general path then reports why).
+    func fill(line: UnsafeBufferPointer<UInt8>, parsed: RequestLine, route: String, routeBytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        // Room for every part, and for the decoder's whole-word copies past
+        // the end of the value it writes (at most the rest of the line).
+        let needed = 4 * line.count + routeBytes.count + 64
+        if needed > capacity {
+            storage.deallocate()
+            capacity = max(needed, capacity * 2)
+            storage = UnsafeMutablePointer<CChar>.allocate(capacity: capacity)
+        }
+        fields = nil
+        argumentOffsets.removeAll(keepingCapacity: true)
+        parameterOffsets.removeAll(keepingCapacity: true)
+        let bytes = UnsafeMutableRawPointer(storage).assumingMemoryBound(to: UInt8.self)
+        guard let base = line.baseAddress else { return false }
+        var cursor = 0
+        bytes.update(from: base, count: line.count)
+        bytes[line.count] = 0
+        cursor = line.count + 1
+        schemeOffset = cursor
+        for index in parsed.scheme.start..<parsed.scheme.end {
+            let byte = base[index]
+            bytes[cursor] = byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte
+            cursor += 1
+        }
+        bytes[cursor] = 0
+        cursor += 1
+        routeOffset = cursor
+        if let routeBase = routeBytes.baseAddress { (bytes + cursor).update(from: routeBase, count: routeBytes.count) }
+        cursor += routeBytes.count
+        bytes[cursor] = 0
+        cursor += 1
+        sourceOffset = nil
+        if let source = parsed.source {
+            guard let count = RequestLine.decodeValue(source, in: line, into: bytes + cursor) else { return false }
+            sourceOffset = cursor
+            cursor += count
+            bytes[cursor] = 0
+            cursor += 1
+        }
+        for parameter in parsed.parameters {
+            let name = cursor
+            (bytes + cursor).update(from: base + parameter.name.start, count: parameter.name.count)
+            cursor += parameter.name.count
+            bytes[cursor] = 0
+            cursor += 1
+            let value = cursor
+            guard let count = RequestLine.decodeValue(parameter.value, in: line, into: bytes + cursor) else { return false }
+            cursor += count
+            bytes[cursor] = 0
+            cursor += 1
+            parameterOffsets.append(Parameter(name: name, value: value, valueLength: count))
+        }
+        self.routeText = route
+        return true
+    }
+
+    /// Sets the host's number for the request, once the fast lane takes it.
+    func assign(id: UInt64) { self.id = id }
 
     /// Copies `text` and a NUL to `storage + at`; returns the offset after the NUL.
     @inline(__always)
@@ -121,7 +195,7 @@ final class NativeRequest: @unchecked Sendable {
         return Unmanaged<NativeRequest>.fromOpaque(UnsafeRawPointer(pointer))._withUnsafeGuaranteedRef(body)
     }
 
-    var url: UnsafePointer<CChar> { UnsafePointer(storage + urlOffset) }
+    var url: UnsafePointer<CChar> { UnsafePointer(storage) }
     var scheme: UnsafePointer<CChar> { UnsafePointer(storage + schemeOffset) }
     var source: UnsafePointer<CChar>? { sourceOffset.map { UnsafePointer(storage + $0) } }
     var parameterCount: Int { parameterOffsets.count }

@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 import CXCallback
 
 /// Maps the `xcallback_reply` tokens handed to plug-ins to the requests
@@ -7,6 +12,15 @@ import CXCallback
 /// generation in the high 32), never a pointer: a second completion, a
 /// completion after a timeout, or a made-up token finds no live slot and is
 /// refused, so a misbehaving plug-in cannot make the host touch freed memory.
+///
+/// A slot is opened in one of two ways. The general path gives it a
+/// delivery closure, which a completion calls on its own thread. The fast
+/// lane opens it *synchronous*: the dispatcher's thread is inside the
+/// handler, so a completion only leaves its result in the slot, and the
+/// dispatcher takes it when the handler returns (`endSynchronous`): no
+/// closure, no object, no thread hand-off. A handler that keeps its token
+/// past its return is *promoted* to the general path then, or by the
+/// deadline timer while it runs (`promoteSynchronous`).
 final class ReplyTable: Sendable {
     typealias Delivery = @Sendable (HandlerResult) -> Void
 
@@ -18,6 +32,23 @@ final class ReplyTable: Sendable {
         case afterTimeout(plugin: String)
     }
 
+    /// How a synchronous slot ended, as the fast lane learns it.
+    enum SynchronousEnd {
+        /// Completed while the handler ran: the slot is free again.
+        case completed(HandlerResult)
+        /// Still pending when the handler returned: handed to the general
+        /// path with the delivery `promote` gave.
+        case promoted
+        /// The deadline timer promoted it while the handler ran.
+        case promotedEarlier
+    }
+
+    private enum Mode {
+        case deliver(Delivery)
+        case synchronous(SynchronousCall)
+        case completed(HandlerResult, SynchronousCall)
+    }
+
     private struct Slot {
         var generation: UInt32 = 0
         var entry: Entry?
@@ -26,7 +57,15 @@ final class ReplyTable: Sendable {
     private struct Entry {
         var request: NativeRequest
         var plugin: String
-        var deliver: Delivery
+        var mode: Mode
+    }
+
+    /// A token completed once, for the log line of a second completion.
+    private struct Completion {
+        var token: UInt64
+        var requestID: UInt64
+        var plugin: String
+        var route: String
     }
 
     private struct Storage {
@@ -35,17 +74,11 @@ final class ReplyTable: Sendable {
         /// Requests answered `Timeout` whose handler may still be reading
         /// them: kept alive until the plug-in completes them, however late.
         var expired: [UInt64: (request: NativeRequest, plugin: String)] = [:]
-        /// The last completions, so a second completion can be logged with
-        /// the plug-in, the route and the request it was for.
+        /// The last completions (values only, no request kept alive), so a
+        /// second completion can be logged with the plug-in, the route and
+        /// the request it was for.
         var recent = [Completion?](repeating: nil, count: ReplyTable.remembered)
         var recentNext = 0
-    }
-
-    /// A token completed once, for the log line of a second completion.
-    struct Completion {
-        var token: UInt64
-        var request: NativeRequest
-        var plugin: String
     }
 
     /// How many completions are remembered (a bounded ring).
@@ -55,6 +88,16 @@ final class ReplyTable: Sendable {
 
     /// Registers a pending handler call and returns its token.
     func open(request: NativeRequest, plugin: String, deliver: @escaping Delivery) -> xcallback_reply {
+        open(Entry(request: request, plugin: plugin, mode: .deliver(deliver)))
+    }
+
+    /// Registers a call the caller's thread is about to make (the fast
+    /// lane); end it with `endSynchronous` once the handler returns.
+    func openSynchronous(request: NativeRequest, plugin: String, call: SynchronousCall) -> xcallback_reply {
+        open(Entry(request: request, plugin: plugin, mode: .synchronous(call)))
+    }
+
+    private func open(_ entry: Entry) -> xcallback_reply {
         let token = storage.withLock { storage -> UInt64 in
             let index: UInt32
             if let reused = storage.free.popLast() {
@@ -63,35 +106,93 @@ final class ReplyTable: Sendable {
                 index = UInt32(storage.slots.count)
                 storage.slots.append(Slot())
             }
-            storage.slots[Int(index)].entry = Entry(request: request, plugin: plugin, deliver: deliver)
+            storage.slots[Int(index)].entry = entry
             return UInt64(storage.slots[Int(index)].generation) << 32 | UInt64(index)
         }
         return xcallback_reply(token: token)
     }
 
-    /// Completes a token: delivers `result` (on the caller's thread) and
-    /// releases the slot. Returns the refusal when it was not pending.
+    /// Completes a token: delivers `result` (on the caller's thread, or to
+    /// the synchronous caller) and releases the slot. Returns the refusal
+    /// when it was not pending.
     @discardableResult
     func complete(_ reply: xcallback_reply, with result: (_ plugin: String, _ request: NativeRequest) -> HandlerResult) -> Refusal? {
-        let taken = storage.withLock { storage -> Result<Entry, Refusal> in
+        let taken = storage.withLock { storage -> Result<(Delivery, Entry)?, Refusal> in
             if let expired = storage.expired.removeValue(forKey: reply.token) {
-                Self.remember(Completion(token: reply.token, request: expired.request, plugin: expired.plugin), in: &storage)
+                Self.remember(Completion(token: reply.token, requestID: expired.request.id,
+                                         plugin: expired.plugin, route: expired.request.routeText), in: &storage)
                 return .failure(.afterTimeout(plugin: expired.plugin))
             }
             guard let index = Self.liveIndex(reply.token, in: storage) else {
                 return .failure(.alreadyCompleted)
             }
             let entry = storage.slots[index].entry!
-            Self.release(index, in: &storage)
-            Self.remember(Completion(token: reply.token, request: entry.request, plugin: entry.plugin), in: &storage)
-            return .success(entry)
+            switch entry.mode {
+            case .completed:
+                return .failure(.alreadyCompleted)
+            case .synchronous(let call):
+                // Built under the lock: the dispatcher takes it when the
+                // handler returns, and the timer may look before that.
+                storage.slots[index].entry!.mode = .completed(result(entry.plugin, entry.request), call)
+                Self.remember(Self.completion(reply.token, entry), in: &storage)
+                return .success(nil)
+            case .deliver(let deliver):
+                Self.remember(Self.completion(reply.token, entry), in: &storage)
+                Self.release(index, in: &storage)
+                return .success((deliver, entry))
+            }
         }
         switch taken {
-        case .success(let entry):
-            entry.deliver(result(entry.plugin, entry.request))
+        case .success(let delivery):
+            if let (deliver, entry) = delivery { deliver(result(entry.plugin, entry.request)) }
             return nil
         case .failure(let refusal):
             return refusal
+        }
+    }
+
+    /// Ends a synchronous call once its handler has returned. A result left
+    /// in the slot is returned and the slot freed; a call still pending is
+    /// handed to the general path with the delivery `promote` builds (under
+    /// the table's lock, so no completion can fall in between).
+    func endSynchronous(_ reply: xcallback_reply, promote: (SynchronousCall) -> Delivery) -> SynchronousEnd {
+        storage.withLock { storage in
+            guard let index = Self.liveIndex(reply.token, in: storage) else { return .promotedEarlier }
+            switch storage.slots[index].entry!.mode {
+            case .completed(let result, _):
+                Self.release(index, in: &storage)
+                return .completed(result)
+            case .synchronous(let call):
+                storage.slots[index].entry!.mode = .deliver(promote(call))
+                return .promoted
+            case .deliver:
+                return .promotedEarlier
+            }
+        }
+    }
+
+    /// The deadline timer's side of a synchronous call that has run since
+    /// before `cutoff`: hands it to the general path with the delivery
+    /// `promote` builds, and returns the result it had already left, if
+    /// any. Nil when the call has ended, is younger, or was promoted before.
+    func promoteSynchronous(_ reply: xcallback_reply, startedBefore cutoff: UInt64,
+                            promote: (SynchronousCall) -> Delivery) -> HandlerResult?? {
+        storage.withLock { storage -> HandlerResult?? in
+            guard let index = Self.liveIndex(reply.token, in: storage) else { return nil }
+            switch storage.slots[index].entry!.mode {
+            case .synchronous(let call) where call.started <= cutoff:
+                storage.slots[index].entry!.mode = .deliver(promote(call))
+                return .some(nil)
+            case .completed(let result, let call) where call.started <= cutoff:
+                // Answered, but the handler has not returned for a whole
+                // timeout: the outcome goes out now, as it would have on
+                // the general path.
+                _ = promote(call)
+                Self.release(index, in: &storage)
+                return .some(result)
+            default:
+                return nil
+            }
         }
     }
 
@@ -104,6 +205,7 @@ final class ReplyTable: Sendable {
         storage.withLock { storage in
             guard let index = Self.liveIndex(reply.token, in: storage) else { return false }
             let entry = storage.slots[index].entry!
+            if case .completed = entry.mode { return false }
             storage.expired[reply.token] = (entry.request, entry.plugin)
             Self.release(index, in: &storage)
             return true
@@ -120,11 +222,15 @@ final class ReplyTable: Sendable {
     /// "plug-in 'x' … request 7 (route R)" for a token completed recently, for log lines.
     func describe(_ reply: xcallback_reply) -> String? {
         storage.withLock { storage in
-            storage.recent.lazy.compactMap { $0 }.first { $0.token == reply.token }.map { completion in
-                let fields = completion.request.fields
-                return "plug-in '\(PrintableText.escaping(completion.plugin))' completed request \(fields.id) (route \(PrintableText.escaping(String(cString: completion.request.route))))"
-            }
+            guard let completion = storage.recent.lazy.compactMap({ $0 }).first(where: { $0.token == reply.token })
+            else { return nil }
+            return "plug-in '\(PrintableText.escaping(completion.plugin))' completed request \(completion.requestID) (route \(PrintableText.escaping(completion.route)))"
         }
+    }
+
+    /// Pending handler calls (not counting expired ones).
+    var pendingCount: Int {
+        storage.withLock { $0.slots.count - $0.free.count }
     }
 
     private static func remember(_ completion: Completion, in storage: inout Storage) {
@@ -132,9 +238,8 @@ final class ReplyTable: Sendable {
         storage.recentNext = (storage.recentNext + 1) % remembered
     }
 
-    /// Pending handler calls (not counting expired ones).
-    var pendingCount: Int {
-        storage.withLock { $0.slots.count - $0.free.count }
+    private static func completion(_ token: UInt64, _ entry: Entry) -> Completion {
+        Completion(token: token, requestID: entry.request.id, plugin: entry.plugin, route: entry.request.routeText)
     }
 
     private static func liveIndex(_ token: UInt64, in storage: Storage) -> Int? {

@@ -40,9 +40,11 @@ extension RouteHandler {
     }
 
     private static let boundTrampoline: xcallback_handler = { request, reply, userData in
-        guard let userData, let native = NativeRequest.from(request) else { return }
+        // Only requests built from fields reach a bound function: the fast
+        // lane takes native handlers alone.
+        guard let userData, let native = NativeRequest.from(request), let fields = native.fields else { return }
         let function = Unmanaged<BoundFunction>.fromOpaque(userData).takeUnretainedValue()
-        let outcome = function.call(native.fields)
+        let outcome = function.call(fields)
         HostAPI.replies.complete(reply) { _, _ in .outcome(outcome) }
     }
 }

@@ -15,12 +15,17 @@ final class DeadlineTimer: Sendable {
 
     private let state = ConditionLock(State())
     private let onExpiry: @Sendable (PendingRequest) -> Void
+    /// Runs at every wake-up (at least every `resolution`), with the time:
+    /// how calls that are in no queue (the fast lane's) meet their deadline.
+    private let onTick: @Sendable (UInt64) -> Void
 
     /// How late a deadline may fire: the timer re-checks at least this often.
     static let resolution: UInt64 = 50_000_000
 
-    init(onExpiry: @escaping @Sendable (PendingRequest) -> Void) {
+    init(onExpiry: @escaping @Sendable (PendingRequest) -> Void,
+         onTick: @escaping @Sendable (UInt64) -> Void = { _ in }) {
         self.onExpiry = onExpiry
+        self.onTick = onTick
     }
 
     func start() {
@@ -89,6 +94,7 @@ final class DeadlineTimer: Sendable {
             }
             for request in due { onExpiry(request) }
             if stopped { return }
+            onTick(MonotonicClock.now)
         }
     }
 }

@@ -13,9 +13,11 @@ final class Dispatcher: Sendable {
     /// Whether records need the input line (`jsonl`); `url` skips the copy.
     let keepsInput: Bool
     let logger: Logger
-    private let timer: DeadlineTimer
+    let timer: DeadlineTimer
     /// The last request id given out (`request_id`).
     private let lastID = Atomic<UInt64>(0)
+    /// Every input stream's fast lane, for the deadline timer.
+    let lanesLock = Lock<[WeakLane]>([])
 
     /// Internal callbacks a chain may follow before `LoopDetected` (SPEC 3).
     static let maxHops = 8
@@ -27,7 +29,8 @@ final class Dispatcher: Sendable {
         self.keepsInput = keepsInput
         self.logger = logger
         let expired = ExpiryForwarder()
-        self.timer = DeadlineTimer { expired.target?.expire($0) }
+        self.timer = DeadlineTimer(onExpiry: { expired.target?.expire($0) },
+                                   onTick: { expired.target?.expireFastCalls(now: $0) })
         expired.target = self
         timer.start()
     }
@@ -35,7 +38,10 @@ final class Dispatcher: Sendable {
     func stop() { timer.stop() }
 
     /// Ends every request still pending with `Timeout` (shutdown).
-    func expireAll() { timer.expireAll() }
+    func expireAll() {
+        timer.expireAll()
+        expireFastCalls(now: .max)
+    }
 
     private var timeoutNanoseconds: UInt64 { timeout.nanoseconds }
 
@@ -66,8 +72,14 @@ final class Dispatcher: Sendable {
 
     /// RFC 3986: ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ) ":".
     static func hasScheme(_ url: String) -> Bool {
+        var url = url
+        return url.withUTF8 { hasScheme($0) }
+    }
+
+    /// `hasScheme` for a URL's bytes.
+    static func hasScheme(_ url: UnsafeBufferPointer<UInt8>) -> Bool {
         var sawLetter = false
-        for byte in url.utf8 {
+        for byte in url {
             switch byte {
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"):
                 sawLetter = true
@@ -102,15 +114,18 @@ final class Dispatcher: Sendable {
 
     private func start(_ url: RequestURL, text: String, input: String, hop: Int, sequence: UInt64, sink: OutputSink) {
         let pending = PendingRequest(
-            id: lastID.add(1, ordering: .relaxed).newValue, sequence: sequence, input: input, url: url, urlText: text, hop: hop, sink: sink,
+            id: nextID(), sequence: sequence, input: input, url: url, urlText: text, hop: hop, sink: sink,
             deadline: MonotonicClock.now + timeoutNanoseconds, table: registry.table)
         attempt(pending, declinedBy: nil)
     }
 
+    /// A new request id (`request_id`).
+    func nextID() -> UInt64 { lastID.add(1, ordering: .relaxed).newValue }
+
     // MARK: request → handler
 
     /// Gives the request to the best remaining route.
-    private func attempt(_ pending: PendingRequest, declinedBy previous: String?) {
+    func attempt(_ pending: PendingRequest, declinedBy previous: String?) {
         guard !pending.isFinished else { return }
         guard let match = pending.nextCandidate() else {
             let message = previous == nil
@@ -124,12 +139,7 @@ final class Dispatcher: Sendable {
             parameters: pending.url.parameters.items,
             arguments: match.arguments.map { QueryParameter(name: $0.name, value: $0.value) }, id: pending.id)
         let plugin = match.value.pluginName
-        let call = HandlerCall { [self] result in
-            switch result {
-            case .declined: attempt(pending, declinedBy: plugin)
-            case .outcome(let outcome): finish(pending, outcome)
-            }
-        }
+        let call = handlerCall(for: pending, plugin: plugin)
         pending.began(call, plugin: plugin)
         // The built-in await keeps its own, longer deadline.
         if previous == nil && !match.value.endpoint.keepsOwnDeadlines { timer.add(pending) }
@@ -137,6 +147,16 @@ final class Dispatcher: Sendable {
         // Answered before invoke returned (the common in-process case): take it
         // off the timer now, while it is hot, instead of at the next compaction.
         if previous == nil && pending.isFinished { timer.removeIfLast(pending) }
+    }
+
+    /// The call through which `plugin`'s handler answers `pending`.
+    func handlerCall(for pending: PendingRequest, plugin: String) -> HandlerCall {
+        HandlerCall { [self] result in
+            switch result {
+            case .declined: attempt(pending, declinedBy: plugin)
+            case .outcome(let outcome): finish(pending, outcome)
+            }
+        }
     }
 
     // MARK: outcome → record
@@ -149,7 +169,7 @@ final class Dispatcher: Sendable {
     }
 
     /// Delivers a claimed outcome: a record, or the next hop of a chain.
-    private func conclude(_ pending: PendingRequest, _ outcome: Outcome) {
+    func conclude(_ pending: PendingRequest, _ outcome: Outcome) {
         let callback = pending.url.callbackURL(for: outcome.kind)
         if let callback, let scheme = Self.scheme(of: callback), registry.routes(scheme: scheme) {
             follow(callback, with: outcome, after: pending)
@@ -179,7 +199,7 @@ final class Dispatcher: Sendable {
     }
 
     /// The deadline passed: `Timeout`, and the endpoint retires the attempt.
-    private func expire(_ pending: PendingRequest) {
+    func expire(_ pending: PendingRequest) {
         guard pending.claim() else { return }
         pending.takeCurrentCall()?.abandon()
         let seconds = Double(timeoutNanoseconds) / 1e9

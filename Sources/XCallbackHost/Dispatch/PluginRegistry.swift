@@ -1,3 +1,4 @@
+import Synchronization
 import XCallbackURL
 import XCallbackRouting
 
@@ -39,9 +40,32 @@ final class PluginRegistry: Sendable {
         var table = RouteTable<RouteTarget>()
         var statuses: [PluginStatus] = []
         var schemes: Set<String> = []
+        /// The fast lane's view of `table`, built on first use after a change.
+        var snapshot: RouteSnapshot?
     }
 
     private let state = Lock(State())
+    /// Moves on every change of the table, so a fast lane can tell that its
+    /// snapshot is stale with one atomic load.
+    private let tableGeneration = Atomic<UInt64>(0)
+
+    /// The table's generation now (see `routeSnapshot()`).
+    var generation: UInt64 { tableGeneration.load(ordering: .acquiring) }
+
+    /// The current snapshot for the fast lane, and the generation it is of.
+    func routeSnapshot() -> (RouteSnapshot, UInt64) {
+        state.withLock { state in
+            let snapshot = state.snapshot ?? RouteSnapshot(table: state.table)
+            state.snapshot = snapshot
+            return (snapshot, tableGeneration.load(ordering: .relaxed))
+        }
+    }
+
+    /// Called under the lock after every change of the table.
+    private func tableChanged(_ state: inout State) {
+        state.snapshot = nil
+        tableGeneration.add(1, ordering: .releasing)
+    }
 
     var table: RouteTable<RouteTarget> { state.withLock { $0.table } }
     var statuses: [PluginStatus] { state.withLock { $0.statuses } }
@@ -89,6 +113,7 @@ final class PluginRegistry: Sendable {
                 state.table.insert(route.pattern, value: RouteTarget(endpoint: endpoint, handlerIndex: route.handler))
                 state.schemes.insert(route.pattern.scheme)
             }
+            tableChanged(&state)
             state.statuses.append(PluginStatus(path: info.path, info: info, routes: routes.map(\.pattern), error: nil))
         }
     }
@@ -101,6 +126,7 @@ final class PluginRegistry: Sendable {
                 state.table.insert(route.pattern, value: RouteTarget(endpoint: endpoint, handlerIndex: route.handler))
                 state.schemes.insert(route.pattern.scheme)
             }
+            tableChanged(&state)
         }
     }
 
@@ -125,6 +151,7 @@ final class PluginRegistry: Sendable {
             }
             state.statuses.append(PluginStatus(path: info.path, info: info, routes: routes.map(\.pattern), error: nil))
             state.schemes = Set(state.table.routes.map(\.pattern.scheme))
+            tableChanged(&state)
             return old
         }
     }
@@ -136,6 +163,7 @@ final class PluginRegistry: Sendable {
         state.withLock { state in
             let old = Self.removeLocked(path: path, from: &state)
             state.schemes = Set(state.table.routes.map(\.pattern.scheme))
+            tableChanged(&state)
             return old
         }
     }

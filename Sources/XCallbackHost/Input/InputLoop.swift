@@ -19,6 +19,7 @@ final class InputLoop: Sendable {
             counter.value.load(ordering: .relaxed) > sink.emittedCount
         }
         self.reader = box
+        let lane = dispatcher.makeLane()
         loop = HandoffLoop(
             read: { [counter, sink] in
                 let sent = counter.value.load(ordering: .relaxed)
@@ -31,11 +32,15 @@ final class InputLoop: Sendable {
                 sink.waitForRoom()
                 return box.reader.next(beforeBlocking: BatchingThread.flushDeferred)
             },
-            process: { [counter, dispatcher, sink] line in
+            process: { [counter, dispatcher, sink, lane] line in
                 let sequence = counter.value.wrappingAdd(1, ordering: .relaxed).oldValue
                 switch line {
                 case .text(let bytes, let storage):
                     withExtendedLifetime(storage) {
+                        if lane.enter() {
+                            defer { lane.leave() }
+                            if dispatcher.submitFast(line: bytes, sequence: sequence, sink: sink, lane: lane) { return }
+                        }
                         dispatcher.submit(line: bytes, sequence: sequence, sink: sink)
                     }
                 case .refused(let bytes, let storage):

@@ -1,0 +1,145 @@
+import CXCallback
+import XCallbackURL
+
+// The fast lane: a line whose route is all literals and leads to a native
+// handler in this process goes from bytes to record in one pass, with the
+// request refilled in place and the reply left in its slot. Anything else,
+// and any line the lane is unsure of, takes the general path (`submit`),
+// which is also where every error message comes from. A handler that keeps
+// its reply, declines, or runs past its deadline is handed to the general
+// path mid-way (promotion), so the two paths give the same outcomes.
+extension Dispatcher {
+    /// A lane for one input stream; the deadline timer watches it.
+    func makeLane() -> FastLane {
+        let lane = FastLane()
+        lanesLock.withLock { lanes in
+            lanes.removeAll { $0.lane == nil }
+            lanes.append(WeakLane(lane: lane))
+        }
+        return lane
+    }
+
+    /// Dispatches one line on `lane` (entered by the caller). Returns false,
+    /// having done nothing anyone can see, when the line needs `submit`.
+    func submitFast(line: UnsafeBufferPointer<UInt8>, sequence: UInt64, sink: OutputSink, lane: FastLane) -> Bool {
+        if lane.generation != registry.generation {
+            (lane.snapshot, lane.generation) = registry.routeSnapshot()
+        }
+        guard let snapshot = lane.snapshot, snapshot.hasNativeRoutes, sink.opener == nil,
+              line.count <= limits.maxLineBytes, lane.line.parse(line),
+              let routeIndex = lane.literalRoute(in: line, snapshot: snapshot),
+              let route = snapshot.native[routeIndex]
+        else { return false }
+        // A callback the host could never deliver to is refused up front by
+        // `submit`, with the message.
+        guard lane.hasDeliverableCallbacks(line) else { return false }
+        let native = lane.native
+        let filled = route.patternBytes.withUnsafeBufferPointer { pattern in
+            native.fill(line: line, parsed: lane.line, route: route.pattern, routeBytes: pattern)
+        }
+        guard filled else { return false }
+
+        // From here on the request is taken: it ends in exactly one outcome.
+        let id = nextID()
+        native.assign(id: id)
+        let call = SynchronousCall(line: line, id: id, sequence: sequence, sink: sink,
+                                   started: MonotonicClock.now, plugin: route.plugin)
+        let reply = HostAPI.replies.openSynchronous(request: native, plugin: route.plugin, call: call)
+        lane.inFlight.store(reply.token &+ 1, ordering: .releasing)
+        route.function(native.opaque, reply, route.userData)
+        lane.inFlight.store(0, ordering: .releasing)
+
+        var promoted: PendingRequest?
+        let end = HostAPI.replies.endSynchronous(reply) { call in
+            let (pending, handlerCall) = takeOver(call, reply: reply)
+            promoted = pending
+            return handlerCall.deliver
+        }
+        switch end {
+        case .completed(.outcome(let outcome)):
+            concludeFast(outcome, call: call, lane: lane, snapshot: snapshot)
+        case .completed(.declined):
+            // The next candidate, on the general path; this attempt is over.
+            let pending = generalRequest(for: call)
+            timer.add(pending)
+            attempt(pending, declinedBy: call.plugin)
+        case .promoted:
+            // The handler kept its reply: the request now waits like any
+            // other, and keeps the native request it is reading.
+            if let promoted { timer.add(promoted) }
+            lane.native = NativeRequest()
+        case .promotedEarlier:
+            lane.native = NativeRequest()
+        }
+        return true
+    }
+
+    /// The record of a request the fast lane saw through, or the next hop
+    /// when its callback goes to one of the host's own schemes.
+    private func concludeFast(_ outcome: Outcome, call: SynchronousCall, lane: FastLane, snapshot: RouteSnapshot) {
+        var callback: String?
+        if let span = lane.line.callback(for: outcome.kind), let url = lane.decodedCallback(span, in: call.line) {
+            if snapshot.routesScheme(of: url) {
+                let pending = generalRequest(for: call)
+                if pending.claim() { conclude(pending, outcome) }
+                return
+            }
+            callback = String(decoding: url, as: UTF8.self)
+        }
+        let input = keepsInput ? String(decoding: call.line, as: UTF8.self) : ""
+        call.sink.emit(OutcomeRecord(sequence: call.sequence, input: input, outcome: outcome, callback: callback))
+    }
+
+    /// The request of a fast call as the general path keeps it, its first
+    /// route marked as tried.
+    func generalRequest(for call: SynchronousCall) -> PendingRequest {
+        let text = String(decoding: call.line, as: UTF8.self)
+        // The lane parsed the line, so RequestURL does too.
+        let url = (try? RequestURL(parsing: call.line, limits: limits)) ?? RequestURL(scheme: "")
+        let pending = PendingRequest(
+            id: call.id, sequence: call.sequence, input: keepsInput ? text : "", url: url, urlText: text, hop: 0,
+            sink: call.sink, deadline: call.started + timeout.nanoseconds, table: registry.table)
+        _ = pending.nextCandidate()
+        return pending
+    }
+
+    /// Promotion: the general path takes over a call still in its handler.
+    private func takeOver(_ call: SynchronousCall, reply: xcallback_reply) -> (PendingRequest, HandlerCall) {
+        let pending = generalRequest(for: call)
+        let handlerCall = handlerCall(for: pending, plugin: call.plugin)
+        pending.began(handlerCall, plugin: call.plugin)
+        handlerCall.whenAbandoned { HostAPI.replies.expire(reply) }
+        return (pending, handlerCall)
+    }
+
+    /// The timer's side of the lane: a handler running past its deadline is
+    /// taken over and answered `Timeout`, as on the general path (and one
+    /// that answered but never returned has its answer delivered).
+    /// `now == .max` takes every call (shutdown).
+    func expireFastCalls(now: UInt64) {
+        let timeoutNanoseconds = timeout.nanoseconds
+        let cutoff = now == .max ? .max : (now > timeoutNanoseconds ? now - timeoutNanoseconds : 0)
+        let current = lanesLock.withLock { $0.compactMap(\.lane) }
+        for lane in current {
+            let marker = lane.inFlight.load(ordering: .acquiring)
+            guard marker != 0 else { continue }
+            let reply = xcallback_reply(token: marker - 1)
+            var takenOver: (PendingRequest, HandlerCall)?
+            let answer = HostAPI.replies.promoteSynchronous(reply, startedBefore: cutoff) { call in
+                takenOver = takeOver(call, reply: reply)
+                return takenOver!.1.deliver
+            }
+            guard case .some(let result) = answer, let (pending, handlerCall) = takenOver else { continue }
+            if let result {
+                handlerCall.deliver(result)
+            } else {
+                expire(pending)
+            }
+        }
+    }
+}
+
+/// A lane the dispatcher watches without keeping it alive.
+struct WeakLane {
+    weak var lane: FastLane?
+}

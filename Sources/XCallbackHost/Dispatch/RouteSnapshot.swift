@@ -1,0 +1,62 @@
+import CXCallback
+import XCallbackRouting
+
+/// The route table as the fast lane reads it: literal routes by their
+/// bytes, and for each route the native handler to call when the plug-in
+/// runs in this process. Immutable; the registry builds a new one after a
+/// change, and a lane swaps its copy when the registry's generation moves.
+final class RouteSnapshot: Sendable {
+    /// A route whose handler the fast lane may call directly.
+    struct NativeRoute: @unchecked Sendable {
+        // @unchecked: the plug-in promises (xcallback.h) that its handlers
+        // may be called on any thread.
+        let function: xcallback_handler
+        let userData: UnsafeMutableRawPointer?
+        let plugin: String
+        /// The pattern as registered (`request_route`), and its bytes.
+        let pattern: String
+        let patternBytes: [UInt8]
+    }
+
+    let literals: LiteralRouteIndex
+    /// By route index; nil for routes the lane leaves to the general path
+    /// (workers, bound functions, the built-in await).
+    let native: [NativeRoute?]
+    /// Whether any route can take the lane (none with `--isolation process`).
+    let hasNativeRoutes: Bool
+    /// The schemes routes use, lowercased: a callback to one is the next hop
+    /// of a chain.
+    private let schemes: [[UInt8]]
+
+    init(table: RouteTable<RouteTarget>) {
+        literals = table.literalIndex()
+        var native: [NativeRoute?] = []
+        var schemes: [[UInt8]] = []
+        for (pattern, target) in table.routes {
+            let scheme = Array(pattern.scheme.utf8)
+            if !schemes.contains(scheme) { schemes.append(scheme) }
+            guard let endpoint = target.endpoint as? InProcessEndpoint,
+                  case .native(let handler) = endpoint.plugin.registrations[target.handlerIndex].handler
+            else {
+                native.append(nil)
+                continue
+            }
+            native.append(NativeRoute(function: handler.function, userData: handler.userData, plugin: endpoint.pluginName,
+                                      pattern: pattern.text, patternBytes: Array(pattern.text.utf8)))
+        }
+        self.native = native
+        self.schemes = schemes
+        hasNativeRoutes = native.contains { $0 != nil }
+    }
+
+    /// Whether the URL in `bytes` has the scheme of one of the routes.
+    func routesScheme(of bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")) else { return false }
+        return schemes.contains { scheme in
+            scheme.count == colon && scheme.indices.allSatisfy { index in
+                let byte = bytes[index]
+                return (byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte) == scheme[index]
+            }
+        }
+    }
+}
