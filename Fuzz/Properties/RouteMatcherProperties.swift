@@ -338,6 +338,14 @@ enum RouteMatcherProperties {
             try require(first.arguments.elementsEqual(expected.arguments) { sameBytes($0.name, $1.name) && sameBytes($0.value, $1.value) },
                         "firstMatch binds the arguments matches does", "\(request)")
         }
+
+        // The fast lane's index finds a route exactly when the first match is all literals.
+        var key = Array(request.scheme.utf8.map(asciiLowercased)) + [0] + request.host.utf8.map(asciiLowercased) + [0]
+        for segment in request.path { key += Array(segment.utf8) + [0] }
+        let indexed = key.withUnsafeBufferPointer { table.literalIndex().route(forKey: $0) }.map { table.routes[$0].value }
+        let literalFirst = expected.first.flatMap { $0.key.allSatisfy { $0 == 0 } ? $0.route : nil }
+        try require(indexed == literalFirst, "the literal index finds the first match when it is all literals, and nothing else",
+                    "\(request): index \(String(describing: indexed)), expected \(String(describing: literalFirst))")
     }
 
     // MARK: Bytes

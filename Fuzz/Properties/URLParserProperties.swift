@@ -9,11 +9,14 @@ import XCallbackURL
 /// 4. Errors name their position ("at byte N") where they have one.
 /// 5. A parsed URL rebuilt with `urlString` parses to the same components, and
 ///    rebuilding that gives the same text (a fixed point).
+/// 6. The fast lane's `RequestLine` accepts only lines `RequestURL` parses (once
+///    each value it decodes has decoded), with the same components.
 enum URLParserProperties {
     static func check(_ input: UnsafeBufferPointer<UInt8>) throws(PropertyViolation) {
         let bytes = Array(input)
         let parsed = Result { () throws(URLParseError) -> RequestURL in try RequestURL(parsing: input) }
         let expected = ReferenceURLParser.parse(bytes)
+        try checkFastLane(input, parsed)
 
         switch (parsed, expected) {
         case (.success(let url), .success(let reference)):
@@ -61,6 +64,42 @@ enum URLParserProperties {
         try requireSame(reparsed, ReferenceURLParser.Components(url), "a rebuilt URL parses to the same components")
         try require(sameBytes(reparsed.urlString, rebuilt), "rebuilding is a fixed point",
                     "\(rebuilt.debugDescription) rebuilds to \(reparsed.urlString.debugDescription)")
+    }
+
+    /// Property 6: what the fast lane reads from a line is what `RequestURL` reads.
+    private static func checkFastLane(_ input: UnsafeBufferPointer<UInt8>, _ parsed: Result<RequestURL, URLParseError>)
+        throws(PropertyViolation)
+    {
+        var line = RequestLine()
+        guard line.parse(input) else { return }
+        var scratch = [UInt8](repeating: 0, count: input.count + 8)
+        func decoded(_ span: RequestLine.Span) -> String? {
+            scratch.withUnsafeMutableBufferPointer { target in
+                RequestLine.decodeValue(span, in: input, into: target.baseAddress!).map {
+                    String(decoding: UnsafeBufferPointer(rebasing: target[..<$0]), as: UTF8.self)
+                }
+            }
+        }
+        func raw(_ span: RequestLine.Span) -> String {
+            String(decoding: UnsafeBufferPointer(rebasing: input[span.start..<span.end]), as: UTF8.self)
+        }
+        let values = line.parameters.map { decoded($0.value) }
+        let callbacks = [line.source, line.success, line.error, line.cancel].map { $0.map(decoded) }
+        // The lane gives up on a value that does not decode, and leaves the line to RequestURL.
+        guard values.allSatisfy({ $0 != nil }), callbacks.allSatisfy({ $0 == nil || $0! != nil }) else { return }
+        guard case .success(let url) = parsed else {
+            throw PropertyViolation(property: "the fast lane accepts only lines RequestURL parses", detail: "\(parsed)")
+        }
+        let property = "the fast lane reads what RequestURL reads"
+        try require(sameBytes(raw(line.scheme).lowercased(), url.scheme), property, "scheme")
+        try require(sameBytes(raw(line.host).lowercased(), url.host.lowercased()), property, "host")
+        try require(line.path.map(raw).elementsEqual(url.pathSegments, by: sameBytes), property, "path")
+        try require(line.parameters.map { raw($0.name) }.elementsEqual(url.parameters.map(\.name), by: sameBytes), property, "names")
+        try require(values.map { $0! }.elementsEqual(url.parameters.map(\.value), by: sameBytes), property, "values")
+        let expected = [url.source, url.successURL, url.errorURL, url.cancelURL]
+        for (mine, theirs) in zip(callbacks, expected) {
+            try require(mine.map { $0! } == theirs, property, "x-callback parameters: \(String(describing: mine)) versus \(String(describing: theirs))")
+        }
     }
 
     /// Messages say where the problem is, in the same terms as `offset`.
