@@ -42,68 +42,135 @@ public enum DecimalText {
         return significant <= significantDigits
     }
 
+    /// Rounds the shortest form's digits half up to `significantDigits`
+    /// and renders them, in stack buffers: this runs for most quotients.
     private static func rounded(_ value: Double) -> String {
-        var (digits, exponent) = decimalDigits(of: value.magnitude)
-        if digits.count > significantDigits {
-            let roundUp = digits[significantDigits] >= 5
-            digits.removeSubrange(significantDigits...)
-            if roundUp {
-                var index = digits.count - 1
-                while index >= 0 && digits[index] == 9 {
-                    digits[index] = 0
-                    index -= 1
+        var shortest = value.magnitude.description  // "3.0000000000000004", "1e-05", "1.5e+20"
+        return shortest.withUTF8 { text in
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 96) { buffer in
+                let digits = buffer.baseAddress!
+                let output = digits + 32
+                var count = 0
+                var exponent = 0
+                var integerDigits = 0
+                var pointSeen = false
+                var index = 0
+                while index < text.count {
+                    let byte = text[index]
+                    if byte == UInt8(ascii: "e") {
+                        exponent = parseExponent(text, from: index + 1)
+                        break
+                    }
+                    if byte == UInt8(ascii: ".") {
+                        pointSeen = true
+                    } else if count < 32 {
+                        digits[count] = byte &- UInt8(ascii: "0")
+                        count += 1
+                        if !pointSeen { integerDigits += 1 }
+                    }
+                    index += 1
                 }
-                if index >= 0 {
-                    digits[index] += 1
-                } else {
-                    digits.insert(1, at: 0)
-                    exponent += 1
+                exponent += integerDigits
+                var first = 0
+                while first < count - 1 && digits[first] == 0 {
+                    first += 1
+                    exponent -= 1
                 }
+                var start = digits + first
+                count -= first
+                if count > significantDigits {
+                    let roundUp = start[significantDigits] >= 5
+                    count = significantDigits
+                    if roundUp {
+                        var position = count - 1
+                        while position >= 0 && start[position] == 9 {
+                            start[position] = 0
+                            position -= 1
+                        }
+                        if position >= 0 {
+                            start[position] += 1
+                        } else {
+                            // 999… rounded up: one more digit in front (the
+                            // buffer has room before `start` only if first > 0).
+                            (start + 1).update(from: start, count: count)
+                            start[0] = 1
+                            exponent += 1
+                            count = min(count + 1, significantDigits)
+                        }
+                    }
+                }
+                while count > 1 && start[count - 1] == 0 { count -= 1 }
+                var length = 0
+                if value < 0 {
+                    output[0] = UInt8(ascii: "-")
+                    length = 1
+                }
+                length = render(UnsafeBufferPointer(start: start, count: count), exponent, into: output, at: length)
+                return String(decoding: UnsafeBufferPointer(start: output, count: length), as: UTF8.self)
             }
         }
-        while digits.count > 1 && digits.last == 0 { digits.removeLast() }
-        return (value < 0 ? "-" : "") + render(digits, exponent)
     }
 
-    /// The significant digits of `value` (> 0) and the exponent E such that
-    /// value = 0.d1d2d3… × 10^E.
-    private static func decimalDigits(of value: Double) -> ([UInt8], Int) {
-        let text = String(value)  // "3.0000000000000004", "1e-05", "1.5e+20"
-        let parts = text.split(separator: "e", maxSplits: 1)
-        var exponent = parts.count == 2 ? Int(parts[1]) ?? 0 : 0
-        var digits: [UInt8] = []
-        var pointSeen = false
-        var integerDigits = 0
-        for byte in parts[0].utf8 {
-            if byte == UInt8(ascii: ".") {
-                pointSeen = true
-            } else {
-                digits.append(byte &- UInt8(ascii: "0"))
-                if !pointSeen { integerDigits += 1 }
-            }
+    /// The exponent after "e" in Swift's description ("+20", "-05").
+    private static func parseExponent(_ text: UnsafeBufferPointer<UInt8>, from start: Int) -> Int {
+        var index = start
+        var negative = false
+        if index < text.count && (text[index] == UInt8(ascii: "-") || text[index] == UInt8(ascii: "+")) {
+            negative = text[index] == UInt8(ascii: "-")
+            index += 1
         }
-        exponent += integerDigits
-        while digits.first == 0 && digits.count > 1 {
-            digits.removeFirst()
-            exponent -= 1
+        var value = 0
+        while index < text.count {
+            value = value * 10 + Int(text[index] &- UInt8(ascii: "0"))
+            index += 1
         }
-        return (digits, exponent)
+        return negative ? -value : value
     }
 
-    private static func render(_ digits: [UInt8], _ exponent: Int) -> String {
-        let text = String(decoding: digits.map { $0 + UInt8(ascii: "0") }, as: UTF8.self)
+    /// Writes digits d1d2… (value 0.d1d2… × 10^exponent) at `output + at`;
+    /// returns the length written so far.
+    private static func render(_ digits: UnsafeBufferPointer<UInt8>, _ exponent: Int,
+                               into output: UnsafeMutablePointer<UInt8>, at start: Int) -> Int {
+        var length = start
+        func put(_ byte: UInt8) {
+            output[length] = byte
+            length += 1
+        }
+        func putDigits(_ range: Range<Int>) {
+            for index in range { put(digits[index] &+ UInt8(ascii: "0")) }
+        }
+        let count = digits.count
         switch exponent {
-        case (digits.count)...(significantDigits + 2):
-            return text + String(repeating: "0", count: exponent - digits.count)
-        case 1..<digits.count:
-            let split = text.index(text.startIndex, offsetBy: exponent)
-            return text[..<split] + "." + text[split...]
+        case count...(significantDigits + 2):
+            putDigits(0..<count)
+            for _ in 0..<(exponent - count) { put(UInt8(ascii: "0")) }
+        case 1..<count:
+            putDigits(0..<exponent)
+            put(UInt8(ascii: "."))
+            putDigits(exponent..<count)
         case -5...0:
-            return "0." + String(repeating: "0", count: -exponent) + text
+            put(UInt8(ascii: "0"))
+            put(UInt8(ascii: "."))
+            for _ in 0..<(-exponent) { put(UInt8(ascii: "0")) }
+            putDigits(0..<count)
         default:
-            let mantissa = digits.count == 1 ? text : String(text.prefix(1)) + "." + text.dropFirst()
+            putDigits(0..<1)
+            if count > 1 {
+                put(UInt8(ascii: "."))
+                putDigits(1..<count)
+            }
             let power = exponent - 1
-            return mantissa + (power < 0 ? "e-" : "e+") + (abs(power) < 10 ? "0" : "") + String(abs(power))
+            put(UInt8(ascii: "e"))
+            put(power < 0 ? UInt8(ascii: "-") : UInt8(ascii: "+"))
+            let magnitude = abs(power)
+            if magnitude < 10 { put(UInt8(ascii: "0")) }
+            var divisor = 1
+            while divisor * 10 <= magnitude { divisor *= 10 }
+            while divisor > 0 {
+                put(UInt8(truncatingIfNeeded: (magnitude / divisor) % 10) &+ UInt8(ascii: "0"))
+                divisor /= 10
+            }
         }
+        return length
     }
 }
