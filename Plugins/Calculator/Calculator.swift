@@ -23,7 +23,7 @@ private func compute(_ request: Request, _ operation: (Double, Double) -> Double
     let lhs = try request.parameter("lhs", as: Double.self)
     let rhs = try request.parameter("rhs", as: Double.self)
     let value = DecimalText.format(operation(lhs, rhs))
-    if let label = request.parameters.first("text") {
+    if let label = try request.optionalParameter("text", as: String.self) {
         return .success(["result": "\(label)=\(value)"])
     }
     return .success(["result": value])

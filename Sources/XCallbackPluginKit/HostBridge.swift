@@ -1,42 +1,6 @@
 import CXCallback
 import XCallbackURL
 
-/// Copies a request out of the host's memory through the API table.
-struct RequestReader {
-    let api: UnsafePointer<xcallback_host_api>
-    let request: OpaquePointer?
-
-    func read(argumentNames: [String]) -> Request {
-        let table = api.pointee
-        func text(_ pointer: UnsafePointer<CChar>?) -> String? { pointer.map { String(cString: $0) } }
-        var parameters: [QueryParameter] = []
-        let count = table.request_parameter_count(request)
-        parameters.reserveCapacity(count)
-        for index in 0..<count {
-            var length = 0
-            guard let name = table.request_parameter_name(request, index),
-                  let value = table.request_parameter_value(request, index, &length) else { continue }
-            // Values may hold NUL bytes (%00): copy by length, not to the first NUL.
-            let bytes = UnsafeRawBufferPointer(start: value, count: length)
-            parameters.append(QueryParameter(name: String(cString: name), value: String(decoding: bytes, as: UTF8.self)))
-        }
-        var arguments: [String: String] = [:]
-        for name in argumentNames {
-            if let value = text(table.request_argument(request, name)) { arguments[name] = value }
-        }
-        // ABI 1.2's accessors lie past the end of an older host's table.
-        let introspects = table.abi_minor >= 2
-        return Request(
-            url: text(table.request_url(request)) ?? "",
-            scheme: text(table.request_scheme(request)) ?? "",
-            source: text(table.request_source(request)),
-            parameters: QueryParameters(parameters),
-            arguments: arguments,
-            route: introspects ? text(table.request_route(request)) ?? "" : "",
-            id: introspects ? table.request_id(request) : 0)
-    }
-}
-
 /// Completes a reply token through the API table.
 struct ReplySender: @unchecked Sendable {
     // @unchecked: the host API table is immutable and outlives the plug-in.

@@ -95,15 +95,18 @@ final class HandlerBox: @unchecked Sendable {
 /// says which Swift closure to run.
 private let trampoline: xcallback_handler = { request, reply, userData in
     let box = Unmanaged<HandlerBox>.fromOpaque(userData!).takeUnretainedValue()
-    let copied = RequestReader(api: box.api, request: request).read(argumentNames: box.argumentNames)
+    var borrowed = Request(borrowing: request, api: box.api, argumentNames: box.argumentNames)
     switch box.route.body {
     case .sync(let handler):
         let answer: Reply
-        do { answer = try handler(copied) } catch { answer = Reply.from(error) }
+        do { answer = try handler(borrowed) } catch { answer = Reply.from(error) }
+        borrowed.endBorrow()
         ReplySender(api: box.api).send(answer, to: reply)
     case .async(let handler):
         let api = box.api
         let sender = ReplySender(api: api)
+        borrowed.copyOut()
+        let copied = borrowed
         Task {
             let answer: Reply
             do { answer = try await handler(copied) } catch { answer = Reply.from(error) }

@@ -1,46 +1,76 @@
+import CXCallback
+import Synchronization
 import XCallbackURL
 
-/// A request as a Swift handler sees it: plain values, copied out of the
-/// host's memory, so a handler may keep it as long as it likes.
+/// A request as a Swift handler sees it. A handler may keep it as long as
+/// it likes: reads go straight to the host's memory while the handler runs,
+/// and a request still held when the handler returns is copied out then.
 public struct Request: Sendable {
-    /// The request line as received.
-    public var url: String
-    /// The scheme, lowercased.
-    public var scheme: String
-    /// `x-source`: the name of the calling program, if it gave one.
-    public var source: String?
-    /// Action parameters in order (x-callback parameters excluded).
-    public var parameters: QueryParameters
-    /// Route arguments by name (`:name`; `*` for a wildcard's remainder).
-    public var arguments: [String: String]
-    /// The pattern of the route that matched, as registered ("" from a host
-    /// older than ABI 1.2).
-    public var route: String
-    /// The host's number for this request, the one its log lines carry (0
-    /// from a host older than ABI 1.2).
-    public var id: UInt64
+    private var storage: RequestStorage
 
     public init(url: String, scheme: String, source: String? = nil,
                 parameters: QueryParameters = [], arguments: [String: String] = [:],
                 route: String = "", id: UInt64 = 0) {
-        self.url = url
-        self.scheme = scheme
-        self.source = source
-        self.parameters = parameters
-        self.arguments = arguments
-        self.route = route
-        self.id = id
+        storage = RequestStorage(Fields(url: url, scheme: scheme, source: source, parameters: parameters,
+                                        arguments: arguments, route: route, id: id))
+    }
+
+    /// A view of the host's request for the length of a handler call.
+    init(borrowing request: OpaquePointer?, api: UnsafePointer<xcallback_host_api>, argumentNames: [String]) {
+        storage = RequestStorage(HostRequest(api: api, request: request, argumentNames: argumentNames))
+    }
+
+    /// The request line as received.
+    public var url: String {
+        get { storage.read({ $0.url }, { $0.url }) }
+        set { mutate { $0.url = newValue } }
+    }
+    /// The scheme, lowercased.
+    public var scheme: String {
+        get { storage.read({ $0.scheme }, { $0.scheme }) }
+        set { mutate { $0.scheme = newValue } }
+    }
+    /// `x-source`: the name of the calling program, if it gave one.
+    public var source: String? {
+        get { storage.read({ $0.source }, { $0.source }) }
+        set { mutate { $0.source = newValue } }
+    }
+    /// Action parameters in order (x-callback parameters excluded).
+    public var parameters: QueryParameters {
+        get { storage.fields.parameters }
+        set { mutate { $0.parameters = newValue } }
+    }
+    /// Route arguments by name (`:name`; `*` for a wildcard's remainder).
+    public var arguments: [String: String] {
+        get { storage.fields.arguments }
+        set { mutate { $0.arguments = newValue } }
+    }
+    /// The pattern of the route that matched, as registered ("" from a host
+    /// older than ABI 1.2).
+    public var route: String {
+        get { storage.read({ $0.route }, { $0.route }) }
+        set { mutate { $0.route = newValue } }
+    }
+    /// The host's number for this request, the one its log lines carry (0
+    /// from a host older than ABI 1.2).
+    public var id: UInt64 {
+        get { storage.read({ $0.id }, { $0.id }) }
+        set { mutate { $0.id = newValue } }
     }
 
     /// A required parameter converted to `T`; a missing or malformed value
     /// throws `ParameterError`, which becomes a `ParameterError` outcome.
     public func parameter<T: ParameterValue>(_ name: String, as type: T.Type = T.self) throws(ParameterError) -> T {
-        try parameters.required(name, as: type)
+        guard let text = storage.firstValue(name) else {
+            throw ParameterError(name: name, expected: T.parameterTypeDescription, problem: .missing)
+        }
+        return try Self.convert(text, name: name)
     }
 
     /// An optional parameter converted to `T`; nil when absent.
     public func optionalParameter<T: ParameterValue>(_ name: String, as type: T.Type = T.self) throws(ParameterError) -> T? {
-        try parameters.optional(name, as: type)
+        guard let text = storage.firstValue(name) else { return nil }
+        return try Self.convert(text, name: name)
     }
 
     /// A list parameter: `a,b,c` and/or repeated keys; empty when absent.
@@ -57,5 +87,145 @@ public struct Request: Sendable {
             throw ParameterError(name: name, expected: T.parameterTypeDescription, problem: .invalid(value: text))
         }
         return value
+    }
+
+    private static func convert<T: ParameterValue>(_ text: String, name: String) throws(ParameterError) -> T {
+        guard let value = T(parameterValue: text) else {
+            throw ParameterError(name: name, expected: T.parameterTypeDescription, problem: .invalid(value: text))
+        }
+        return value
+    }
+
+    private mutating func mutate(_ change: (inout Fields) -> Void) {
+        var fields = storage.fields
+        change(&fields)
+        storage = RequestStorage(fields)
+    }
+
+    /// Called when the handler has returned: a request it kept is copied
+    /// out of the host's memory, which is about to be reused.
+    mutating func endBorrow() {
+        if !isKnownUniquelyReferenced(&storage) { storage.copyOut() }
+    }
+
+    /// Copies everything out now (before an async handler's task starts).
+    func copyOut() { storage.copyOut() }
+}
+
+/// Every field of a request, owned.
+struct Fields: Sendable {
+    var url: String
+    var scheme: String
+    var source: String?
+    var parameters: QueryParameters
+    var arguments: [String: String]
+    var route: String
+    var id: UInt64
+}
+
+/// The host's request behind a borrowed `Request`, read through the API table.
+struct HostRequest: @unchecked Sendable {
+    // @unchecked: valid only while the handler runs; `Request.endBorrow`
+    // copies it out before that ends.
+    let api: UnsafePointer<xcallback_host_api>
+    let request: OpaquePointer?
+    let argumentNames: [String]
+
+    private static func text(_ pointer: UnsafePointer<CChar>?) -> String? { pointer.map { String(cString: $0) } }
+
+    var url: String { Self.text(api.pointee.request_url(request)) ?? "" }
+    var scheme: String { Self.text(api.pointee.request_scheme(request)) ?? "" }
+    var source: String? { Self.text(api.pointee.request_source(request)) }
+    /// ABI 1.2's accessors lie past the end of an older host's table.
+    private var introspects: Bool { api.pointee.abi_minor >= 2 }
+    var route: String { introspects ? Self.text(api.pointee.request_route(request)) ?? "" : "" }
+    var id: UInt64 { introspects ? api.pointee.request_id(request) : 0 }
+
+    /// The first value of `name`, by the host's own lookup.
+    func firstValue(_ name: String) -> String? {
+        var length = 0
+        let value = name.withCString { api.pointee.request_parameter(request, $0, &length) }
+        // Values may hold NUL bytes (%00): copy by length, not to the first NUL.
+        return value.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: length), as: UTF8.self) }
+    }
+
+    var fields: Fields {
+        let table = api.pointee
+        var parameters: [QueryParameter] = []
+        let count = table.request_parameter_count(request)
+        parameters.reserveCapacity(count)
+        for index in 0..<count {
+            var length = 0
+            guard let name = table.request_parameter_name(request, index),
+                  let value = table.request_parameter_value(request, index, &length) else { continue }
+            let bytes = UnsafeRawBufferPointer(start: value, count: length)
+            parameters.append(QueryParameter(name: String(cString: name), value: String(decoding: bytes, as: UTF8.self)))
+        }
+        var arguments: [String: String] = [:]
+        for name in argumentNames {
+            if let value = Self.text(table.request_argument(request, name)) { arguments[name] = value }
+        }
+        return Fields(url: url, scheme: scheme, source: source, parameters: QueryParameters(parameters),
+                      arguments: arguments, route: route, id: id)
+    }
+}
+
+/// A request's memory: the host's, for the length of a handler call, or
+/// its own. The switch happens once, under the lock, so a copy of the
+/// request on another thread never sees it half done.
+final class RequestStorage: Sendable {
+    private enum State: @unchecked Sendable {
+        case borrowed(HostRequest, copied: Fields?)
+        case owned(Fields)
+    }
+
+    private let state: Mutex<State>
+
+    init(_ fields: Fields) { state = Mutex(.owned(fields)) }
+    init(_ host: HostRequest) { state = Mutex(.borrowed(host, copied: nil)) }
+
+    /// One field, read where it lives.
+    func read<T>(_ owned: (Fields) -> T, _ borrowed: (HostRequest) -> T) -> T {
+        state.withLock { state in
+            switch state {
+            case .owned(let fields): return owned(fields)
+            case .borrowed(_, let copied?): return owned(copied)
+            case .borrowed(let host, nil): return borrowed(host)
+            }
+        }
+    }
+
+    /// Every field, copied the first time.
+    var fields: Fields {
+        state.withLock { state in
+            switch state {
+            case .owned(let fields): return fields
+            case .borrowed(_, let copied?): return copied
+            case .borrowed(let host, nil):
+                let copied = host.fields
+                state = .borrowed(host, copied: copied)
+                return copied
+            }
+        }
+    }
+
+    func firstValue(_ name: String) -> String? {
+        state.withLock { state in
+            switch state {
+            case .owned(let fields): return fields.parameters.first(name)
+            case .borrowed(_, let copied?): return copied.parameters.first(name)
+            case .borrowed(let host, nil): return host.firstValue(name)
+            }
+        }
+    }
+
+    func copyOut() {
+        state.withLock { state in
+            switch state {
+            case .owned: return
+            case .borrowed(_, let copied?): state = .owned(copied)
+            case .borrowed(let host, nil): state = .owned(host.fields)
+            }
+        }
     }
 }
