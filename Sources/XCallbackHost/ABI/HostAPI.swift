@@ -157,10 +157,10 @@ enum HostAPI {
 
     /// A string a plug-in replied with. Invalid UTF-8 is repaired (U+FFFD)
     /// and logged, naming the plug-in, the request and the route.
-    fileprivate static func text(_ pointer: UnsafePointer<CChar>, _ what: String, _ plugin: String,
+    fileprivate static func text(_ pointer: UnsafePointer<CChar>, _ what: @autoclosure () -> String, _ plugin: String,
                              _ request: NativeRequest) -> String {
         if let valid = String(validatingCString: pointer) { return valid }
-        logger.warning("plug-in '\(PrintableText.escaping(plugin))' replied to request \(request.id) (route \(PrintableText.escaping(request.routeText))) with invalid UTF-8 in \(what); the bytes were replaced with U+FFFD")
+        logger.warning("plug-in '\(PrintableText.escaping(plugin))' replied to request \(request.id) (route \(PrintableText.escaping(request.routeText))) with invalid UTF-8 in \(what()); the bytes were replaced with U+FFFD")
         return String(cString: pointer)
     }
 
