@@ -205,12 +205,17 @@ final class WorkerProcess: Sendable {
         supervisor?.onDenied(onDenied)
         if sandbox.map({ $0.capabilities.processes > 0 }) ?? true { watchGroup() }
         Threads.detach { [self] in
+            // Records and chained frames this thread produces are written
+            // in one batch when it has read all the worker sent (not one
+            // write per answer).
+            BatchingThread.markCurrent()
             loop: while true {
-                switch reader.reader.next(beforeBlocking: {}) {
+                switch reader.reader.next(beforeBlocking: BatchingThread.flushDeferred) {
                 case .frame(let frame): handle(frame)
                 case .end, .malformed: break loop
                 }
             }
+            BatchingThread.flushDeferred()
             // After the watcher: it must not signal a reaped pid.
             groupWatched.wait(until: { $0 }) { _ in }
             let exit = WorkerExit.reap(pid, grace: 1000)
@@ -241,6 +246,7 @@ final class WorkerProcess: Sendable {
             ended.broadcast()
             onExit(self, WorkerDeath(exit: exit, progress: progress, sandbox: sandbox, supervisor: supervisor),
                    begun, unstarted)
+            BatchingThread.flushDeferred()
         }
     }
 
