@@ -84,7 +84,7 @@ let package = Package(
         .testTarget(name: "XCallbackRoutingTests", dependencies: ["XCallbackRouting"]),
         .testTarget(
             name: "XCallbackHostTests",
-            dependencies: ["XCallbackHost", "XCallbackURL", "CXCallback"]
+            dependencies: ["XCallbackHost", "XCallbackURL", "CXCallback", "XCallbackPluginKit"]
         ),
         .testTarget(name: "XCallbackSandboxTests", dependencies: ["XCallbackSandbox"]),
         .testTarget(name: "EndToEndTests", dependencies: ["xcallback"]),

@@ -1,0 +1,56 @@
+import Testing
+@testable import XCallbackHost
+@testable import XCallbackPluginKit
+import XCallbackURL
+
+/// The Swift kit's `Request` reads the host's request in place while its
+/// handler runs; one the handler keeps must survive the host reusing that
+/// memory. Driven through the real host API table.
+@Suite("Swift kit requests")
+struct KitRequestTests {
+    private func hostRequest() -> NativeRequest {
+        NativeRequest(RequestFields(
+            url: "calc://x-callback-url/add?lhs=1&rhs=2.5&text=caf%C3%A9", scheme: "calc", source: "Shortcuts",
+            parameters: [QueryParameter("lhs", "1"), QueryParameter("rhs", "2.5"), QueryParameter("text", "café")],
+            arguments: [], id: 42), route: "calc://x-callback-url/add")
+    }
+
+    @Test("typed parameters and fields read while borrowed")
+    func borrowedReads() throws {
+        let native = hostRequest()
+        var request = Request(borrowing: native.opaque, api: HostAPI.table, argumentNames: [])
+        #expect(try request.parameter("lhs", as: Int.self) == 1)
+        #expect(try request.parameter("rhs", as: Double.self) == 2.5)
+        #expect(try request.optionalParameter("missing", as: Int.self) == nil)
+        #expect(throws: ParameterError.self) { try request.parameter("text", as: Double.self) }
+        #expect(request.url == "calc://x-callback-url/add?lhs=1&rhs=2.5&text=caf%C3%A9")
+        #expect(request.scheme == "calc" && request.source == "Shortcuts")
+        #expect(request.route == "calc://x-callback-url/add" && request.id == 42)
+        #expect(request.parameters.map(\.name) == ["lhs", "rhs", "text"])
+        request.endBorrow()
+        withExtendedLifetime(native) {}
+    }
+
+    @Test("a request the handler keeps is copied out when the handler returns")
+    func keptRequestOutlivesTheHost() throws {
+        var native: NativeRequest? = hostRequest()
+        var request = Request(borrowing: native!.opaque, api: HostAPI.table, argumentNames: [])
+        let kept = request
+        request.endBorrow()
+        native = nil  // the host's memory is gone
+        #expect(kept.url == "calc://x-callback-url/add?lhs=1&rhs=2.5&text=caf%C3%A9")
+        #expect(try kept.parameter("text", as: String.self) == "café")
+        #expect(kept.source == "Shortcuts" && kept.route == "calc://x-callback-url/add" && kept.id == 42)
+    }
+
+    @Test("a changed copy keeps its change; the original is untouched")
+    func valueSemantics() throws {
+        let native = hostRequest()
+        let request = Request(borrowing: native.opaque, api: HostAPI.table, argumentNames: [])
+        var changed = request
+        changed.source = "Tests"
+        #expect(changed.source == "Tests" && request.source == "Shortcuts")
+        #expect(try changed.parameter("lhs", as: Int.self) == 1)
+        withExtendedLifetime(native) {}
+    }
+}
