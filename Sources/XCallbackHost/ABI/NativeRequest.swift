@@ -38,20 +38,24 @@ final class NativeRequest: @unchecked Sendable {
         var valueLength: Int
     }
 
-    private var storage: UnsafeMutablePointer<CChar>
-    private var capacity: Int
-    private var schemeOffset = 0
-    private var sourceOffset: Int?
-    private var routeOffset = 0
-    private var parameterOffsets: [Parameter] = []
-    private var argumentOffsets: [Parameter] = []
+    // Written only while no handler holds the request (built, or refilled by
+    // the one thread that owns its lane), read by every accessor call: the
+    // runtime's exclusivity check costs a thread-local lookup per access,
+    // so it is off for these.
+    @exclusivity(unchecked) private var storage: UnsafeMutablePointer<CChar>
+    @exclusivity(unchecked) private var capacity: Int
+    @exclusivity(unchecked) private var schemeOffset = 0
+    @exclusivity(unchecked) private var sourceOffset: Int?
+    @exclusivity(unchecked) private var routeOffset = 0
+    @exclusivity(unchecked) private var parameterOffsets: [Parameter] = []
+    @exclusivity(unchecked) private var argumentOffsets: [Parameter] = []
     /// The fields it was built from; nil for a request the fast lane filled
     /// (bound functions, which read them, never take that lane).
-    private(set) var fields: RequestFields?
+    @exclusivity(unchecked) private(set) var fields: RequestFields?
     /// The host's number for the request (`request_id`).
-    private(set) var id: UInt64 = 0
+    @exclusivity(unchecked) private(set) var id: UInt64 = 0
     /// The pattern of the route that matched, as registered.
-    private(set) var routeText: String
+    @exclusivity(unchecked) private(set) var routeText: String
 
     /// An empty request for the fast lane to fill.
     init() {

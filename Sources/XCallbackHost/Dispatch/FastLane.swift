@@ -10,17 +10,19 @@ import XCallbackURL
 /// the general path until it is free again.
 final class FastLane: @unchecked Sendable {
     // @unchecked: everything but the atomics is touched only by the thread
-    // that entered; the deadline timer reads `inFlight` alone.
+    // that entered; the deadline timer reads `inFlight` alone. For the same
+    // reason the runtime's exclusivity checks (a thread-local lookup per
+    // access, several per request) are off for these.
 
     /// The line being dispatched, parsed in place.
-    var line = RequestLine()
+    @exclusivity(unchecked) var line = RequestLine()
     /// The request handed to the handler, refilled for every line.
-    var native = NativeRequest()
+    @exclusivity(unchecked) var native = NativeRequest()
     /// The route table as of `generation`.
-    var snapshot: RouteSnapshot?
-    var generation: UInt64 = .max
+    @exclusivity(unchecked) var snapshot: RouteSnapshot?
+    @exclusivity(unchecked) var generation: UInt64 = .max
     /// Room for a route key or a decoded callback URL.
-    private(set) var scratch: UnsafeMutableBufferPointer<UInt8>
+    @exclusivity(unchecked) private(set) var scratch: UnsafeMutableBufferPointer<UInt8>
 
     private let busy = Atomic<Bool>(false)
     /// The reply token of the call inside a handler now, plus one (0: none):

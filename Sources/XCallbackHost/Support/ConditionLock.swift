@@ -10,8 +10,9 @@ import Musl
 final class ConditionLock<State>: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
-    // Guarded by `mutex`; @unchecked Sendable rests on that.
-    private var state: State
+    // Guarded by `mutex`; @unchecked Sendable rests on that (and the
+    // runtime's exclusivity check is off for it, as in `Lock`).
+    @exclusivity(unchecked) private var state: State
 
     init(_ state: State) {
         self.state = state

@@ -13,8 +13,10 @@ import Musl
 /// the two cost the same; this one allocates its mutex once, at creation.
 package final class Lock<State>: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    // Guarded by `mutex`; @unchecked Sendable rests on that.
-    private var state: State
+    // Guarded by `mutex`; @unchecked Sendable rests on that. The mutex
+    // already makes every access exclusive, so the runtime's own check
+    // (a thread-local lookup per access) is turned off.
+    @exclusivity(unchecked) private var state: State
 
     package init(_ state: State) {
         self.state = state
