@@ -6,7 +6,7 @@ import XCallbackURL
 /// it likes: reads go straight to the host's memory while the handler runs,
 /// and a request still held when the handler returns is copied out then.
 public struct Request: Sendable {
-    private var storage: RequestStorage
+    @usableFromInline var storage: RequestStorage
 
     public init(url: String, scheme: String, source: String? = nil,
                 parameters: QueryParameters = [], arguments: [String: String] = [:],
@@ -60,6 +60,8 @@ public struct Request: Sendable {
 
     /// A required parameter converted to `T`; a missing or malformed value
     /// throws `ParameterError`, which becomes a `ParameterError` outcome.
+    /// (Inlinable, as the two below: specialized in the plug-in for `T`.)
+    @inlinable
     public func parameter<T: ParameterValue>(_ name: String, as type: T.Type = T.self) throws(ParameterError) -> T {
         guard let text = storage.firstValue(name) else {
             throw ParameterError(name: name, expected: T.parameterTypeDescription, problem: .missing)
@@ -68,6 +70,7 @@ public struct Request: Sendable {
     }
 
     /// An optional parameter converted to `T`; nil when absent.
+    @inlinable
     public func optionalParameter<T: ParameterValue>(_ name: String, as type: T.Type = T.self) throws(ParameterError) -> T? {
         guard let text = storage.firstValue(name) else { return nil }
         return try Self.convert(text, name: name)
@@ -89,7 +92,8 @@ public struct Request: Sendable {
         return value
     }
 
-    private static func convert<T: ParameterValue>(_ text: String, name: String) throws(ParameterError) -> T {
+    @inlinable
+    static func convert<T: ParameterValue>(_ text: String, name: String) throws(ParameterError) -> T {
         guard let value = T(parameterValue: text) else {
             throw ParameterError(name: name, expected: T.parameterTypeDescription, problem: .invalid(value: text))
         }
@@ -173,6 +177,7 @@ struct HostRequest: @unchecked Sendable {
 /// A request's memory: the host's, for the length of a handler call, or
 /// its own. The switch happens once, under the lock, so a copy of the
 /// request on another thread never sees it half done.
+@usableFromInline
 final class RequestStorage: Sendable {
     private enum State: @unchecked Sendable {
         case borrowed(HostRequest, copied: Fields?)
@@ -209,6 +214,7 @@ final class RequestStorage: Sendable {
         }
     }
 
+    @usableFromInline
     func firstValue(_ name: String) -> String? {
         state.withLock { state in
             switch state {
