@@ -36,6 +36,8 @@ PACER = os.path.join(WORK, "bin", "pacer")
 RUNSTAT = os.path.join(WORK, "bin", "runstat")
 # The Calculator's job in plain C, with only the unavoidable work (c_reference.c).
 C_REFERENCE = os.path.join(WORK, "bin", "c_reference")
+# Counts heap allocations when preloaded (malloc_count.c).
+MALLOC_COUNT = os.path.join(WORK, "bin", "libmalloc_count.so")
 BENCH_PLUGINS = os.path.join(WORK, "plugins", "bench")
 SAMPLE_PLUGINS = os.path.join(WORK, "plugins", "samples")
 GENERATED_PLUGINS = os.path.join(WORK, "plugins", "gen100")
@@ -93,6 +95,7 @@ def build(skip_swift):
     run_checked(["cc", "-O2", "-Wall", "-o", PACER, os.path.join(SUITE, "pacer.c")])
     run_checked(["cc", "-O2", "-Wall", "-o", RUNSTAT, os.path.join(SUITE, "runstat.c")])
     run_checked(["cc", "-O2", "-Wall", "-o", C_REFERENCE, os.path.join(SUITE, "c_reference.c"), "-lm"])
+    run_checked(["cc", "-O2", "-Wall", "-shared", "-fPIC", "-o", MALLOC_COUNT, os.path.join(SUITE, "malloc_count.c")])
 
     # The trivial C plug-in alone.
     fresh_directory(BENCH_PLUGINS)
@@ -495,6 +498,62 @@ def memory(config, calc_path, throughput_result):
 
 
 # --------------------------------------------------------------------------
+# 4b. Costs per request: heap allocations and system calls
+# --------------------------------------------------------------------------
+
+def costs(config, streams):
+    """Heap allocations (malloc_count.c, preloaded) and system calls (strace -f -c, when strace is
+    installed) per request. Each contender runs a short and a long prefix of its stream, and the
+    figure is the difference over the extra requests, so start-up and shutdown do not count.
+    In process mode both add up the host and its workers."""
+    small, large = (5_000, 55_000) if config.count < 1_000_000 else (20_000, 220_000)
+    contenders = [
+        ("xcallback none · calculator", "calc", host("none", SAMPLE_PLUGINS)),
+        ("xcallback process · calculator", "calc", host("process", SAMPLE_PLUGINS)),
+        ("xcallback none · noop (C)", "noop", host("none", BENCH_PLUGINS)),
+        ("xcallback process · noop (C)", "noop", host("process", BENCH_PLUGINS)),
+    ]
+    strace = shutil.which("strace")
+    counts = os.path.join(WORK, "malloc-count.out")
+    trace = os.path.join(WORK, "strace.out")
+
+    def allocations(command, path):
+        if os.path.exists(counts):
+            os.remove(counts)
+        environment = dict(os.environ, LD_PRELOAD=MALLOC_COUNT, MALLOC_COUNT_FILE=counts)
+        with open(path, "rb") as stdin:
+            subprocess.run(command, stdin=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT,
+                           env=environment, check=True)
+        with open(counts) as report:
+            return sum(int(line.split()[1]) for line in report if line.strip())
+
+    def system_calls(command, path):
+        with open(path, "rb") as stdin:
+            subprocess.run([strace, "-f", "-c", "-o", trace] + command, stdin=stdin, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, cwd=ROOT, check=True)
+        with open(trace) as report:
+            for line in report:
+                if line.split()[-1:] == ["total"]:
+                    return int(line.split()[3])
+        raise SystemExit("no total in %s" % trace)
+
+    rows = {}
+    for label, kind, command in contenders:
+        paths = [prefix_stream(streams[kind], n) for n in (small, large)]
+        allocated = [allocations(command, path) for path in paths]
+        row = {"urls_small": small, "urls_large": large,
+               "allocations_per_request": (allocated[1] - allocated[0]) / (large - small)}
+        if strace:
+            calls = [system_calls(command, path) for path in paths]
+            row["system_calls_per_request"] = (calls[1] - calls[0]) / (large - small)
+        rows[label] = row
+        log("  %-34s %6.2f allocations, %s system calls per request"
+            % (label, row["allocations_per_request"],
+               "%.4f" % row["system_calls_per_request"] if strace else "(no strace)"))
+    return {"rows": rows, "strace": bool(strace)}
+
+
+# --------------------------------------------------------------------------
 # 5. Route table
 # --------------------------------------------------------------------------
 
@@ -551,19 +610,29 @@ def targets(results):
         rate = t["rows"]["xcallback none · calculator"]["urls_per_s"]
         target("in-process calculator throughput", rate, ">= 1,000,000 URLs/s", rate >= 1e6, "URLs/s")
         r = t["ratios"]
+        rate = t["rows"]["xcallback none · noop (C)"]["urls_per_s"]
+        target("in-process no-op plug-in throughput", rate, ">= 2,000,000 URLs/s", rate >= 2e6, "URLs/s")
         target("in-process calculator vs the C reference", r["none_calc_vs_c_reference"], ">= 0.6",
                r["none_calc_vs_c_reference"] >= 0.6, "x")
         target("in-process calculator vs Foundation peer", r["none_calc_vs_foundation"], ">= 5x",
                r["none_calc_vs_foundation"] >= 5, "x")
         target("in-process calculator vs Python peer", r["none_calc_vs_python"], ">= 25x",
                r["none_calc_vs_python"] >= 25, "x")
-        target("process isolation vs in-process (calculator)", r["process_vs_none_calc"], ">= 0.5",
-               r["process_vs_none_calc"] >= 0.5, "x")
+        target("process isolation vs in-process (calculator)", r["process_vs_none_calc"], ">= 0.9",
+               r["process_vs_none_calc"] >= 0.9, "x")
         target("process isolation vs in-process (noop C)", r["process_vs_none_noop"], ">= 0.5",
                r["process_vs_none_noop"] >= 0.5, "x")
         for kind in ("calc", "noop"):
             value = r["sandbox_on_vs_off_" + kind]
             target("sandbox on vs off (%s)" % kind, value, ">= 0.95 (within 5%)", value >= 0.95, "x")
+    if "costs" in results:
+        rows = results["costs"]["rows"]
+        value = rows["xcallback none · calculator"]["allocations_per_request"]
+        target("heap allocations per request, in-process calculator", value, "<= 4", value <= 4)
+        if results["costs"]["strace"]:
+            for label in ("xcallback none · calculator", "xcallback process · calculator"):
+                value = rows[label]["system_calls_per_request"]
+                target("system calls per request, %s" % label.replace("xcallback ", ""), value, "<= 0.05", value <= 0.05)
     if "latency" in results:
         rows = results["latency"]["rows"]
         value = rows["xcallback none"]["p99_ms"]
@@ -662,6 +731,14 @@ def table(results):
             lines.append("  %-20s %10.1f MiB %10.1f MiB %10.1f MiB %10.2fx %9.2fx"
                          % ("xcallback " + isolation, row["maxrss_small_kib"] / 1024, row["maxrss_large_kib"] / 1024,
                             row["maxrss_triple_kib"] / 1024, row["ratio_large_vs_small"], row["ratio_triple_vs_large"]))
+    if "costs" in results:
+        lines.append("")
+        lines.append("Costs per request (long minus short prefix of the stream; process mode counts the workers too)")
+        lines.append("  %-46s %12s %14s" % ("contender", "allocations", "system calls"))
+        for label, row in results["costs"]["rows"].items():
+            calls = row.get("system_calls_per_request")
+            lines.append("  %-46s %12.2f %14s" % (label, row["allocations_per_request"],
+                                                   "%.4f" % calls if calls is not None else "(no strace)"))
     if "routes" in results:
         lines.append("")
         lines.append("Route table: lookups/s, %s hits per size, best of %d (mixed action, controller/action and :id routes)"
@@ -711,7 +788,7 @@ def main():
     parser = argparse.ArgumentParser(description="xcallback benchmark suite")
     parser.add_argument("--quick", action="store_true", help="smoke run: 100,000 URLs, 2 s of latency, fewer rounds")
     parser.add_argument("--no-build", action="store_true", help="skip the swift builds (use what .build holds)")
-    parser.add_argument("--only", default="throughput,latency,startup,memory,routes",
+    parser.add_argument("--only", default="throughput,latency,startup,memory,costs,routes",
                         help="comma-separated sections (memory needs throughput)")
     parser.add_argument("--rounds", type=int, help="throughput rounds (default 3, quick 2)")
     parser.add_argument("--count", type=int, help="URLs per throughput run (default 1,000,000, quick 100,000)")
@@ -765,6 +842,9 @@ def main():
     if "memory" in sections:
         log("== memory")
         results["memory"] = memory(config, streams["calc"], results["throughput"])
+    if "costs" in sections:
+        log("== costs")
+        results["costs"] = costs(config, streams)
     if "routes" in sections:
         log("== routes")
         results["routes"] = routes(config)
@@ -779,7 +859,7 @@ def main():
     if args.json:
         results["json"] = os.path.abspath(args.json)
     else:
-        complete = set(sections) >= {"throughput", "latency", "startup", "memory", "routes"}
+        complete = set(sections) >= {"throughput", "latency", "startup", "memory", "costs", "routes"}
         name = "latest-quick.json" if quick else "latest.json" if complete else "latest-partial.json"
         results["json"] = os.path.join(RESULTS, name)
     os.makedirs(os.path.dirname(results["json"]), exist_ok=True)
