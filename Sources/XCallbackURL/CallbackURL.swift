@@ -37,11 +37,52 @@ public enum CallbackURL {
     static func write(
         prefix: UnsafeBufferPointer<UInt8>, parameters: [QueryParameter], as joining: Joining, into output: inout [UInt8]
     ) {
-        // Encoding at most triples a byte; '?', '=' and '&' add one each per parameter.
-        var capacity = 3 &* prefix.count &+ 1
+        // Encoding at most triples a byte; '=' and '&' add one each per parameter.
+        var queryCapacity = 0
         for parameter in parameters {
-            capacity &+= 3 &* (parameter.name.utf8.count &+ parameter.value.utf8.count) &+ 2
+            queryCapacity &+= 3 &* (parameter.name.utf8.count &+ parameter.value.utf8.count) &+ 2
         }
+        write(prefix: prefix, hasQuery: !parameters.isEmpty, queryCapacity: queryCapacity, as: joining, into: &output) {
+            writeQuery(parameters, to: $0)
+        }
+    }
+
+    /// `write` for parameters given as byte ranges of `bytes` (names and values
+    /// decoded, as a plug-in replied them): the host's fast lane, no Strings.
+    public static func append(
+        prefix: UnsafeBufferPointer<UInt8>, isURL: Bool, parameters: UnsafeBufferPointer<ByteParameter>,
+        in bytes: UnsafePointer<UInt8>, into output: inout [UInt8]
+    ) {
+        var queryCapacity = 0
+        for parameter in parameters { queryCapacity &+= 3 &* (parameter.nameCount &+ parameter.valueCount) &+ 2 }
+        write(prefix: prefix, hasQuery: !parameters.isEmpty, queryCapacity: queryCapacity,
+              as: isURL ? .callback : .word, into: &output) { target in
+            var target = target
+            for (index, parameter) in parameters.enumerated() {
+                if index > 0 {
+                    target.pointee = ASCII.ampersand
+                    target += 1
+                }
+                target = PercentEncoding.writeEncoded(
+                    UnsafeBufferPointer(start: bytes + parameter.nameStart, count: parameter.nameCount), to: target)
+                target.pointee = ASCII.equals
+                target += 1
+                target = PercentEncoding.writeEncoded(
+                    UnsafeBufferPointer(start: bytes + parameter.valueStart, count: parameter.valueCount), to: target)
+            }
+            return target
+        }
+    }
+
+    /// Appends `prefix` and the query `writeQuery` writes (at most
+    /// `queryCapacity` bytes) to `output`, joined as `joining` says.
+    @inline(__always)
+    private static func write(
+        prefix: UnsafeBufferPointer<UInt8>, hasQuery: Bool, queryCapacity: Int, as joining: Joining,
+        into output: inout [UInt8], writeQuery: (UnsafeMutablePointer<UInt8>) -> UnsafeMutablePointer<UInt8>
+    ) {
+        // A line-safe prefix at most triples; the separator adds one.
+        let capacity = 3 &* prefix.count &+ 1 &+ queryCapacity
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: capacity) { buffer in
             guard let start = buffer.baseAddress else { return }
             var target = start
@@ -62,12 +103,12 @@ public enum CallbackURL {
                 }
                 target = PercentEncoding.writeLineSafe(UnsafeBufferPointer(start: base, count: fragmentStart), to: target)
             }
-            if !parameters.isEmpty {
+            if hasQuery {
                 if separator != 0 {
                     target.pointee = separator
                     target += 1
                 }
-                target = writeQuery(parameters, to: target)
+                target = writeQuery(target)
             }
             if let base = prefix.baseAddress, fragmentStart < prefix.count {
                 target = PercentEncoding.writeLineSafe(
@@ -99,5 +140,20 @@ public enum CallbackURL {
     /// Appends `name=value&name=value…`, each name and value percent-encoded.
     static func appendQuery(_ parameters: [QueryParameter], to output: inout [UInt8]) {
         write(prefix: UnsafeBufferPointer(start: nil, count: 0), parameters: parameters, as: .queryOnly, into: &output)
+    }
+}
+
+/// One name/value pair as byte ranges of a buffer (see `CallbackURL.append(prefix:isURL:parameters:in:into:)`).
+public struct ByteParameter: Sendable, Equatable {
+    public var nameStart: Int
+    public var nameCount: Int
+    public var valueStart: Int
+    public var valueCount: Int
+
+    public init(nameStart: Int, nameCount: Int, valueStart: Int, valueCount: Int) {
+        self.nameStart = nameStart
+        self.nameCount = nameCount
+        self.valueStart = valueStart
+        self.valueCount = valueCount
     }
 }

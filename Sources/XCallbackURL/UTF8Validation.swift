@@ -76,3 +76,11 @@ enum UTF8Validation {
         }
     }
 }
+
+/// UTF-8 validation for the host's byte paths (what `String(validating:)`
+/// accepts, without making a String).
+public enum UTF8Check {
+    public static func isValid(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        UTF8Validation.firstInvalid(in: bytes, from: 0, to: bytes.count) == nil
+    }
+}

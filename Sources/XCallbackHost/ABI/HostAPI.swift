@@ -108,7 +108,11 @@ enum HostAPI {
         api.request_id = { NativeRequest.borrow($0) { $0.id } ?? 0 }
 
         api.reply_success = { reply, params, count in
-            HostAPI.complete(reply) { plugin, request in
+            // The fast lane keeps the answer as bytes, when it is its call.
+            if HostAPI.replies.completeInPlace(reply, { $0.captureSuccess(params, count: count) }) == true {
+                return Int32(XCALLBACK_OK)
+            }
+            return HostAPI.complete(reply) { plugin, request in
                 var parameters: [QueryParameter] = []
                 parameters.reserveCapacity(count)
                 for index in 0..<count {
@@ -129,7 +133,12 @@ enum HostAPI {
                     domain: domain.map { HostAPI.text($0, "its errorDomain", plugin, request) } ?? plugin))
             }
         }
-        api.reply_cancel = { reply in HostAPI.complete(reply) { _, _ in .outcome(.cancel) } }
+        api.reply_cancel = { reply in
+            if HostAPI.replies.completeInPlace(reply, { $0.captureCancel(); return true }) == true {
+                return Int32(XCALLBACK_OK)
+            }
+            return HostAPI.complete(reply) { _, _ in .outcome(.cancel) }
+        }
         api.reply_decline = { reply in HostAPI.complete(reply) { _, _ in .declined } }
 
         api.log = { plugin, level, message in

@@ -39,6 +39,9 @@ final class ReplyTable: Sendable {
         /// Still pending when the handler returned: handed to the general
         /// path with the delivery `promote` gave.
         case promoted
+        /// Completed while the handler ran, the answer kept in the call's
+        /// `ReplyCapture`: the slot is free again.
+        case completedInPlace
         /// The deadline timer promoted it while the handler ran.
         case promotedEarlier
     }
@@ -47,6 +50,7 @@ final class ReplyTable: Sendable {
         case deliver(Delivery)
         case synchronous(SynchronousCall)
         case completed(HandlerResult, SynchronousCall)
+        case completedInPlace(SynchronousCall)
     }
 
     private struct Slot {
@@ -128,7 +132,7 @@ final class ReplyTable: Sendable {
             }
             let entry = storage.slots[index].entry!
             switch entry.mode {
-            case .completed:
+            case .completed, .completedInPlace:
                 return .failure(.alreadyCompleted)
             case .synchronous(let call):
                 // Built under the lock: the dispatcher takes it when the
@@ -151,6 +155,22 @@ final class ReplyTable: Sendable {
         }
     }
 
+    /// Completes a synchronous call in place: `capture` copies the answer
+    /// into the call's `ReplyCapture`. Nil when the token is not such a call
+    /// (the caller completes it with `complete`); false when `capture`
+    /// declined (the caller does the same, and nothing has changed).
+    func completeInPlace(_ reply: xcallback_reply, _ capture: (ReplyCapture) -> Bool) -> Bool? {
+        storage.withLock { storage -> Bool? in
+            guard let index = Self.liveIndex(reply.token, in: storage),
+                  case .synchronous(let call) = storage.slots[index].entry!.mode else { return nil }
+            guard capture(call.capture) else { return false }
+            let entry = storage.slots[index].entry!
+            storage.slots[index].entry!.mode = .completedInPlace(call)
+            Self.remember(Self.completion(reply.token, entry), in: &storage)
+            return true
+        }
+    }
+
     /// Ends a synchronous call once its handler has returned. A result left
     /// in the slot is returned and the slot freed; a call still pending is
     /// handed to the general path with the delivery `promote` builds (under
@@ -162,6 +182,9 @@ final class ReplyTable: Sendable {
             case .completed(let result, _):
                 Self.release(index, in: &storage)
                 return .completed(result)
+            case .completedInPlace:
+                Self.release(index, in: &storage)
+                return .completedInPlace
             case .synchronous(let call):
                 storage.slots[index].entry!.mode = .deliver(promote(call))
                 return .promoted
@@ -190,6 +213,10 @@ final class ReplyTable: Sendable {
                 _ = promote(call)
                 Self.release(index, in: &storage)
                 return .some(result)
+            case .completedInPlace(let call) where call.started <= cutoff:
+                _ = promote(call)
+                Self.release(index, in: &storage)
+                return .some(.outcome(call.capture.outcome))
             default:
                 return nil
             }
@@ -205,7 +232,10 @@ final class ReplyTable: Sendable {
         storage.withLock { storage in
             guard let index = Self.liveIndex(reply.token, in: storage) else { return false }
             let entry = storage.slots[index].entry!
-            if case .completed = entry.mode { return false }
+            switch entry.mode {
+            case .completed, .completedInPlace: return false
+            case .deliver, .synchronous: break
+            }
             storage.expired[reply.token] = (entry.request, entry.plugin)
             Self.release(index, in: &storage)
             return true

@@ -43,7 +43,7 @@ extension Dispatcher {
         let id = nextID()
         native.assign(id: id)
         let call = SynchronousCall(line: line, id: id, sequence: sequence, sink: sink,
-                                   started: MonotonicClock.now, plugin: route.plugin)
+                                   started: MonotonicClock.now, plugin: route.plugin, capture: lane.capture)
         let reply = HostAPI.replies.openSynchronous(request: native, plugin: route.plugin, call: call)
         lane.inFlight.store(reply.token &+ 1, ordering: .releasing)
         route.function(native.opaque, reply, route.userData)
@@ -56,6 +56,8 @@ extension Dispatcher {
             return handlerCall.deliver
         }
         switch end {
+        case .completedInPlace:
+            concludeInPlace(call: call, lane: lane, snapshot: snapshot)
         case .completed(.outcome(let outcome)):
             concludeFast(outcome, call: call, lane: lane, snapshot: snapshot)
         case .completed(.declined):
@@ -72,6 +74,24 @@ extension Dispatcher {
             lane.native = NativeRequest()
         }
         return true
+    }
+
+    /// The record of an answer the handler left in the lane's capture,
+    /// written from its bytes; a chain, `--keep-order` and `jsonl` take the
+    /// `Outcome` path instead.
+    private func concludeInPlace(call: SynchronousCall, lane: FastLane, snapshot: RouteSnapshot) {
+        let capture = lane.capture
+        var callback: UnsafeBufferPointer<UInt8>?
+        if let span = lane.line.callback(for: capture.kind) {
+            // It decoded before the handler ran (`hasDeliverableCallbacks`).
+            callback = lane.decodedCallback(span, in: call.line)
+        }
+        let sink = call.sink
+        if sink.format != .url || sink.keepOrder || sink.opener != nil || callback.map(snapshot.routesScheme(of:)) == true {
+            concludeFast(capture.outcome, call: call, lane: lane, snapshot: snapshot)
+            return
+        }
+        sink.emit(answered: capture.kind) { output in capture.appendRecord(callback: callback, to: &output) }
     }
 
     /// The record of a request the fast lane saw through, or the next hop

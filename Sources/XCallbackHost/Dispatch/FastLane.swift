@@ -18,6 +18,8 @@ final class FastLane: @unchecked Sendable {
     @exclusivity(unchecked) var line = RequestLine()
     /// The request handed to the handler, refilled for every line.
     @exclusivity(unchecked) var native = NativeRequest()
+    /// Where the handler's answer is kept when it answers in place.
+    let capture = ReplyCapture()
     /// The route table as of `generation`.
     @exclusivity(unchecked) var snapshot: RouteSnapshot?
     @exclusivity(unchecked) var generation: UInt64 = .max
@@ -108,4 +110,6 @@ struct SynchronousCall: @unchecked Sendable {
     /// Monotonic nanoseconds when the handler was called.
     var started: UInt64
     var plugin: String
+    /// The lane's, which outlives the call.
+    unowned(unsafe) var capture: ReplyCapture
 }

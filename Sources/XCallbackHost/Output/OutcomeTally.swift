@@ -43,6 +43,16 @@ public final class OutcomeTally: Sendable {
 
     public init() {}
 
+    /// Counts one written success or cancel record (errors need their code).
+    func count(answered kind: OutcomeKind) {
+        precondition(kind != .error, "an error record is counted with its outcome")
+        if kind == .success {
+            succeeded.wrappingAdd(1, ordering: .relaxed)
+        } else {
+            cancelled.wrappingAdd(1, ordering: .relaxed)
+        }
+    }
+
     /// Counts one written record.
     public func count(_ outcome: Outcome) {
         switch outcome.kind {

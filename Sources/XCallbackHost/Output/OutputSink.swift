@@ -63,6 +63,19 @@ final class OutputSink: Sendable {
         state.broadcast()
     }
 
+    /// Writes a success or cancel record the caller encodes itself (the
+    /// fast lane, from bytes). Not for a sink that keeps order or opens
+    /// callbacks: those need the `OutcomeRecord`.
+    func emit(answered kind: OutcomeKind, _ write: (inout [UInt8]) -> Void) {
+        precondition(!keepOrder && opener == nil, "the record must go through emit(_:)")
+        state.withLock { state in
+            tally.count(answered: kind)
+            writer.append(write)
+            state.emitted += 1
+        }
+        state.broadcast()
+    }
+
     /// Writes whatever is buffered, and returns once it is written.
     func flush() { writer.finish() }
 
