@@ -1,4 +1,5 @@
 import CXCallback
+import Synchronization
 import XCallbackURL
 
 #if canImport(Glibc)
@@ -79,6 +80,9 @@ final class HandlerBox: @unchecked Sendable {
     let api: UnsafePointer<xcallback_host_api>
     let route: Routes.Route
     let argumentNames: [String]
+    /// A request's storage a finished call left behind (nothing kept it),
+    /// for the next call: most calls then allocate nothing for their request.
+    let spare = Mutex<RequestStorage?>(nil)
 
     init(api: UnsafePointer<xcallback_host_api>, route: Routes.Route) {
         self.api = api
@@ -95,16 +99,24 @@ final class HandlerBox: @unchecked Sendable {
 /// says which Swift closure to run.
 private let trampoline: xcallback_handler = { request, reply, userData in
     let box = Unmanaged<HandlerBox>.fromOpaque(userData!).takeUnretainedValue()
-    var borrowed = Request(borrowing: request, api: box.api, argumentNames: box.argumentNames)
+    let host = HostRequest(api: box.api, request: request, argumentNames: box.argumentNames)
     switch box.route.body {
     case .sync(let handler):
+        var borrowed = box.spare.withLock { spare -> Request in
+            defer { spare = nil }
+            return spare.map { Request(borrowing: host, in: $0) } ?? Request(borrowing: request, api: box.api,
+                                                                                argumentNames: box.argumentNames)
+        }
         let answer: Reply
         do { answer = try handler(borrowed) } catch { answer = Reply.from(error) }
-        borrowed.endBorrow()
+        if let unused = borrowed.endBorrow() {
+            box.spare.withLock { $0 = unused }
+        }
         ReplySender(api: box.api).send(answer, to: reply)
     case .async(let handler):
         let api = box.api
         let sender = ReplySender(api: api)
+        let borrowed = Request(borrowing: request, api: box.api, argumentNames: box.argumentNames)
         borrowed.copyOut()
         let copied = borrowed
         Task {

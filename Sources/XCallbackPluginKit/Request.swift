@@ -20,6 +20,12 @@ public struct Request: Sendable {
         storage = RequestStorage(HostRequest(api: api, request: request, argumentNames: argumentNames))
     }
 
+    /// A view of the host's request in `storage`, a spare from an earlier call.
+    init(borrowing host: HostRequest, in storage: RequestStorage) {
+        storage.reset(to: host)
+        self.storage = storage
+    }
+
     /// The request line as received.
     public var url: String {
         get { storage.read({ $0.url }, { $0.url }) }
@@ -107,9 +113,13 @@ public struct Request: Sendable {
     }
 
     /// Called when the handler has returned: a request it kept is copied
-    /// out of the host's memory, which is about to be reused.
-    mutating func endBorrow() {
-        if !isKnownUniquelyReferenced(&storage) { storage.copyOut() }
+    /// out of the host's memory, which is about to be reused. Returns the
+    /// storage when nothing else holds it, for the next call to reuse.
+    @discardableResult
+    mutating func endBorrow() -> RequestStorage? {
+        if isKnownUniquelyReferenced(&storage) { return storage }
+        storage.copyOut()
+        return nil
     }
 
     /// Copies everything out now (before an async handler's task starts).
@@ -188,6 +198,11 @@ final class RequestStorage: Sendable {
 
     init(_ fields: Fields) { state = Mutex(.owned(fields)) }
     init(_ host: HostRequest) { state = Mutex(.borrowed(host, copied: nil)) }
+
+    /// Points a spare storage (no `Request` holds it) at a new call.
+    func reset(to host: HostRequest) {
+        state.withLock { $0 = .borrowed(host, copied: nil) }
+    }
 
     /// One field, read where it lives.
     func read<T>(_ owned: (Fields) -> T, _ borrowed: (HostRequest) -> T) -> T {
