@@ -1,6 +1,7 @@
 // Times the request-line hot path against Foundation on the same generated input:
 //   (a) RequestURL parsing + Outcome.appendLine of the success line;
-//   (b) URLComponents + queryItems + building the same callback URL with URLComponents.
+//   (b) RequestLine (byte ranges, what the host's fast lane runs) + the same line from bytes;
+//   (c) URLComponents + queryItems + building the same callback URL with URLComponents.
 // Both read the same Strings and produce one callback URL per request.
 
 import Foundation
@@ -53,6 +54,54 @@ func runOurs(_ urls: [String]) -> Int {
         guard let request = try? RequestURL(parsing: line) else { continue }
         let outcome = Outcome.success([QueryParameter(name: "result", value: request.parameters.first("text") ?? "")])
         outcome.appendLine(callback: request.callbackURL(for: .success), to: &output)
+        checksum &+= output.count
+    }
+    return checksum
+}
+
+@inline(never)
+func runLine(_ urls: [String]) -> Int {
+    var output: [UInt8] = []
+    output.reserveCapacity(1024)
+    var line = RequestLine()
+    var scratch = [UInt8](repeating: 0, count: 4096)
+    var checksum = 0
+    for var text in urls {
+        output.removeAll(keepingCapacity: true)
+        text.withUTF8 { bytes in
+            guard line.parse(bytes) else { return }
+            scratch.withUnsafeMutableBufferPointer { scratch in
+                let base = scratch.baseAddress!
+                // "result" and the decoded text, then the decoded x-success URL after them.
+                let result: StaticString = "result"
+                base.update(from: result.utf8Start, count: 6)
+                var valueCount = 0
+                if let value = line.parameters.first(where: { parameter in
+                    parameter.name.count == 4 && bytes[parameter.name.start] == UInt8(ascii: "t")
+                        && bytes[parameter.name.start + 1] == UInt8(ascii: "e")
+                        && bytes[parameter.name.start + 2] == UInt8(ascii: "x")
+                        && bytes[parameter.name.start + 3] == UInt8(ascii: "t")
+                })?.value {
+                    valueCount = RequestLine.decodeValue(value, in: bytes, into: base + 6) ?? 0
+                }
+                let callbackStart = 6 + valueCount
+                var callback: UnsafeBufferPointer<UInt8>?
+                if let span = line.callback(for: .success),
+                   let count = RequestLine.decodeValue(span, in: bytes, into: base + callbackStart) {
+                    callback = UnsafeBufferPointer(start: base + callbackStart, count: count)
+                }
+                let parameters = [ByteParameter(nameStart: 0, nameCount: 6, valueStart: 6, valueCount: valueCount)]
+                parameters.withUnsafeBufferPointer { parameters in
+                    if let callback {
+                        CallbackURL.append(prefix: callback, isURL: true, parameters: parameters, in: base, into: &output)
+                    } else {
+                        let word: StaticString = "success"
+                        CallbackURL.append(prefix: UnsafeBufferPointer(start: word.utf8Start, count: 7), isURL: false,
+                                           parameters: parameters, in: base, into: &output)
+                    }
+                }
+            }
+        }
         checksum &+= output.count
     }
     return checksum
@@ -143,6 +192,7 @@ _ = runOurs(Array(urls.prefix(10_000)))
 _ = runFoundation(Array(urls.prefix(10_000)))
 
 let ours = ("XCallbackURL (RequestURL + Outcome.appendLine)", runOurs)
+let bytes = ("XCallbackURL (RequestLine byte ranges + the line from bytes)", runLine)
 let foundation = ("Foundation (URLComponents + queryItems + callback)", runFoundation)
 switch mode {
 case "ours":
@@ -154,6 +204,6 @@ case "breakdown":
     let requests = urls.map { try! RequestURL(parsing: $0) }
     _ = compare([("Outcome.appendLine only (RequestURL copied per item)", runLineOnly)], on: requests, rounds: rounds)
 default:
-    let rates = compare([ours, foundation], on: urls, rounds: rounds)
-    print("ratio: \(String(format: "%.1f", rates[0] / rates[1]))x Foundation")
+    let rates = compare([ours, bytes, foundation], on: urls, rounds: rounds)
+    print("ratio: RequestURL \(String(format: "%.1f", rates[0] / rates[2]))x Foundation, RequestLine \(String(format: "%.1f", rates[1] / rates[2]))x Foundation")
 }
