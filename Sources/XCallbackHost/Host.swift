@@ -97,11 +97,18 @@ public final class Host: Sendable {
             if let old = registry.remove(path: refusal.path) { retire(old) }
             registry.refuse(refusal)
         }
+        var changed: [(path: String, replacing: Bool)] = []
         for path in scan.candidates {
             present.insert(path)
             guard note(path) else { continue }
-            let replacing = registry.statuses.contains { $0.path == path && $0.isLoaded }
-            guard let prepared = prepare(path, replacing: replacing, probeFirst: probeFirst) else { continue }
+            changed.append((path, registry.statuses.contains { $0.path == path && $0.isLoaded }))
+        }
+        // New plug-ins' workers load side by side; each is then taken in
+        // this order, as if they had started one after another.
+        let launched = launchWorkers(for: changed.filter { !$0.replacing }.map(\.path))
+        for (path, replacing) in changed {
+            guard let prepared = prepare(path, replacing: replacing, probeFirst: probeFirst, launched: launched[path])
+            else { continue }
             if replacing {
                 let old = registry.replace(path: path, with: prepared.endpoint, info: prepared.info, routes: prepared.routes)
                 if let old { retire(old) }
@@ -146,11 +153,32 @@ public final class Host: Sendable {
         var routes: [(pattern: RoutePattern, handler: Int)]
     }
 
-    private func prepare(_ path: String, replacing: Bool, probeFirst: Bool) -> Prepared? {
+    private func prepare(_ path: String, replacing: Bool, probeFirst: Bool,
+                         launched: Result<WorkerProcess.Launch, WorkerProcess.StartError>?) -> Prepared? {
         switch configuration.isolation {
         case .none: return prepareInProcess(path, replacing: replacing, probeFirst: probeFirst)
-        case .process: return prepareWorker(path, replacing: replacing)
+        case .process: return prepareWorker(path, replacing: replacing, launched: launched)
         }
+    }
+
+    /// Starts a worker for each of `paths` (with workers, and more than
+    /// one), without waiting for any: a hundred plug-ins then load side by
+    /// side instead of one after another. Each is told the routes owned
+    /// before this batch; `prepareWorker` starts one again if a plug-in of
+    /// the same batch took a route from under it.
+    private func launchWorkers(for paths: [String]) -> [String: Result<WorkerProcess.Launch, WorkerProcess.StartError>] {
+        guard configuration.isolation == .process, paths.count > 1 else { return [:] }
+        let (executable, security, sandboxing) = (configuration.workerExecutable, security, sandboxing)
+        let jobs = paths.map { (path: $0, taken: registry.takenRoutes(excluding: $0)) }
+        let launched = spawner.run { () -> [Result<WorkerProcess.Launch, WorkerProcess.StartError>] in
+            jobs.map { job in
+                Result { () throws(WorkerProcess.StartError) in
+                    try WorkerProcess.launch(executable: executable, pluginPath: job.path, security: security,
+                                             sandboxing: sandboxing, taken: job.taken)
+                }
+            }
+        }
+        return Dictionary(zip(paths, launched), uniquingKeysWith: { first, _ in first })
     }
 
     private func prepareInProcess(_ path: String, replacing: Bool, probeFirst: Bool) -> Prepared? {
@@ -187,14 +215,34 @@ public final class Host: Sendable {
     /// Routes another plug-in already owns are left out (the existing owner
     /// keeps them), as in-process registration would refuse them. A broken
     /// replacement leaves the running version in place.
-    private func prepareWorker(_ path: String, replacing: Bool) -> Prepared? {
+    private func prepareWorker(_ path: String, replacing: Bool,
+                               launched: Result<WorkerProcess.Launch, WorkerProcess.StartError>? = nil) -> Prepared? {
         let (executable, security, sandboxing) = (configuration.workerExecutable, security, sandboxing)
-        let taken = registry.takenRoutes(excluding: path)
-        let started = spawner.run { () -> Result<WorkerProcess, WorkerProcess.StartError> in
-            Result { () throws(WorkerProcess.StartError) in
-                try WorkerProcess.start(executable: executable, pluginPath: path, security: security, sandboxing: sandboxing,
-                                        taken: taken)
+        let startNow = { [registry, spawner] () -> Result<WorkerProcess, WorkerProcess.StartError> in
+            let taken = registry.takenRoutes(excluding: path)
+            return spawner.run { () -> Result<WorkerProcess, WorkerProcess.StartError> in
+                Result { () throws(WorkerProcess.StartError) in
+                    try WorkerProcess.start(executable: executable, pluginPath: path, security: security,
+                                            sandboxing: sandboxing, taken: taken)
+                }
             }
+        }
+        var started: Result<WorkerProcess, WorkerProcess.StartError>
+        if let launched {
+            started = launched.flatMap { launch in Result { () throws(WorkerProcess.StartError) in try launch.ready() } }
+            // Launched before this batch's earlier plug-ins had their routes: if
+            // one of them now owns a route this one registered, this one would
+            // have been refused it, so it starts again, told.
+            if case .success(let worker) = started, case .success(let launch) = launched,
+               registry.takenRoutes(excluding: path) != launch.taken,
+               worker.ready.routes.contains(where: { text in
+                   (try? RoutePattern(text)).flatMap { registry.owner(ofSameShapeAs: $0, excluding: path) } != nil
+               }) {
+                worker.shutdown()
+                started = startNow()
+            }
+        } else {
+            started = startNow()
         }
         let worker: WorkerProcess
         switch started {

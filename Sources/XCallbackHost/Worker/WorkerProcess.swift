@@ -86,6 +86,33 @@ final class WorkerProcess: Sendable {
     /// `taken` are the routes other plug-ins own (pattern, owner).
     static func start(executable: String, pluginPath: String, security: FileSecurity, sandboxing: WorkerSandboxing,
                       taken: [QueryParameter] = [], handshakeTimeout: Int32 = 10) throws(StartError) -> WorkerProcess {
+        try launch(executable: executable, pluginPath: pluginPath, security: security, sandboxing: sandboxing,
+                   taken: taken).ready(handshakeTimeout: handshakeTimeout)
+    }
+
+    /// A worker started and greeted, whose handshake is still to come: many
+    /// can be launched one after another (from the spawner thread) and then
+    /// waited for, so they load their plug-ins side by side.
+    struct Launch: @unchecked Sendable {
+        // @unchecked: owned by whoever waits for it, once.
+        fileprivate let pid: pid_t
+        fileprivate let socket: Int32
+        fileprivate let progress: WorkerProgress?
+        fileprivate let plan: SandboxPlan?
+        fileprivate let supervisor: SandboxSupervisor?
+        fileprivate let pluginPath: String
+        /// The routes it was told other plug-ins own.
+        let taken: [QueryParameter]
+
+        /// Waits for the handshake (up to `handshakeTimeout` seconds).
+        func ready(handshakeTimeout: Int32 = 10) throws(StartError) -> WorkerProcess {
+            try WorkerProcess.handshake(self, timeout: handshakeTimeout)
+        }
+    }
+
+    /// Everything of `start` but the wait for the handshake.
+    static func launch(executable: String, pluginPath: String, security: FileSecurity, sandboxing: WorkerSandboxing,
+                       taken: [QueryParameter] = []) throws(StartError) -> Launch {
         // Opened and checked here, for every start and restart: the worker
         // loads this descriptor, so a file swapped since the last check can
         // never run unchecked.
@@ -150,17 +177,22 @@ final class WorkerProcess: Sendable {
         var hello: [UInt8] = []
         WorkerFrame.hello(version: WorkerFrame.protocolVersion, taken: taken).encode(into: &hello)
         _ = write(host, hello, hello.count)
+        return Launch(pid: pid, socket: host, progress: shared?.progress, plan: plan, supervisor: supervisor,
+                      pluginPath: pluginPath, taken: taken)
+    }
 
+    private static func handshake(_ launch: Launch, timeout: Int32) throws(StartError) -> WorkerProcess {
+        let (pid, host, pluginPath) = (launch.pid, launch.socket, launch.pluginPath)
         var waiting = pollfd(fd: host, events: Int16(POLLIN), revents: 0)
         let reader = FrameReader(descriptor: host)
-        let answer: FrameReader.Next = poll(&waiting, 1, handshakeTimeout * 1000) > 0
+        let answer: FrameReader.Next = poll(&waiting, 1, timeout * 1000) > 0
             ? reader.next(beforeBlocking: {}) : .end
         switch answer {
         case .frame(.ready(let version, let info, let routes)) where version == WorkerFrame.protocolVersion:
             let pluginInfo = PluginInfo(path: pluginPath, name: info.name, version: info.version, summary: info.summary,
                                         abiMajor: Int(info.abiMajor), abiMinor: Int(info.abiMinor))
-            return WorkerProcess(pid: pid, socket: host, progress: shared?.progress, sandbox: plan,
-                                 supervisor: supervisor, reader: reader,
+            return WorkerProcess(pid: pid, socket: host, progress: launch.progress, sandbox: launch.plan,
+                                 supervisor: launch.supervisor, reader: reader,
                                  ready: Ready(info: pluginInfo, routes: routes))
         case .frame(.loadFailed(let message)):
             close(host)
