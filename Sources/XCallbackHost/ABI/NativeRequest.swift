@@ -66,7 +66,20 @@ final class NativeRequest: @unchecked Sendable {
     }
 
     /// `route` is the pattern of the route that matched, as registered.
-    init(_ fields: RequestFields, route: String) {
+    convenience init(_ fields: RequestFields, route: String) {
+        self.init(capacity: 0)
+        refill(fields, route: route)
+    }
+
+    private init(capacity: Int) {
+        self.capacity = capacity
+        storage = UnsafeMutablePointer<CChar>.allocate(capacity: max(capacity, 1))
+        routeText = ""
+    }
+
+    /// Refills this request from `fields`, keeping its storage when it is
+    /// big enough (a worker's lane refills one request for every frame).
+    func refill(_ fields: RequestFields, route: String) {
         self.fields = fields
         self.id = fields.id
         self.routeText = route
@@ -74,18 +87,23 @@ final class NativeRequest: @unchecked Sendable {
         size += (fields.source?.utf8.count ?? 0) + 1
         for item in fields.parameters { size += item.name.utf8.count + item.value.utf8.count + 2 }
         for item in fields.arguments { size += item.name.utf8.count + item.value.utf8.count + 2 }
-        capacity = size
-        storage = UnsafeMutablePointer<CChar>.allocate(capacity: size)
+        if size > capacity {
+            storage.deallocate()
+            capacity = max(size, capacity * 2)
+            storage = UnsafeMutablePointer<CChar>.allocate(capacity: capacity)
+        }
         var cursor = 0
         cursor = Self.copy(fields.url, to: storage, at: cursor)
         schemeOffset = cursor
         cursor = Self.copy(fields.scheme, to: storage, at: cursor)
         routeOffset = cursor
         cursor = Self.copy(route, to: storage, at: cursor)
+        sourceOffset = nil
         if let source = fields.source {
             sourceOffset = cursor
             cursor = Self.copy(source, to: storage, at: cursor)
         }
+        parameterOffsets.removeAll(keepingCapacity: true)
         parameterOffsets.reserveCapacity(fields.parameters.count)
         for item in fields.parameters {
             let name = cursor
@@ -94,6 +112,7 @@ final class NativeRequest: @unchecked Sendable {
             cursor = Self.copy(item.value, to: storage, at: cursor)
             parameterOffsets.append(Parameter(name: name, value: value, valueLength: cursor - value - 1))
         }
+        argumentOffsets.removeAll(keepingCapacity: true)
         if !fields.arguments.isEmpty {
             argumentOffsets.reserveCapacity(fields.arguments.count)
             for item in fields.arguments {

@@ -72,6 +72,11 @@ final class ReplyCapture: @unchecked Sendable {
         output.append(UInt8(ascii: "\n"))
     }
 
+    /// Runs `body` with the parameters and the bytes they point into.
+    func withParameters<R>(_ body: (UnsafeBufferPointer<ByteParameter>, UnsafePointer<UInt8>) -> R) -> R {
+        parameters.withUnsafeBufferPointer { body($0, UnsafePointer(bytes)) }
+    }
+
     /// The answer as an `Outcome`, for the paths that need one.
     var outcome: Outcome {
         guard kind == .success else { return .cancel }

@@ -86,7 +86,7 @@ extension Dispatcher {
             // It decoded before the handler ran (`hasDeliverableCallbacks`).
             callback = lane.decodedCallback(span, in: call.line)
         }
-        let sink = call.sink
+        let sink = call.sink!
         if sink.format != .url || sink.keepOrder || sink.opener != nil || callback.map(snapshot.routesScheme(of:)) == true {
             concludeFast(capture.outcome, call: call, lane: lane, snapshot: snapshot)
             return
@@ -107,7 +107,7 @@ extension Dispatcher {
             callback = String(decoding: url, as: UTF8.self)
         }
         let input = keepsInput ? String(decoding: call.line, as: UTF8.self) : ""
-        call.sink.emit(OutcomeRecord(sequence: call.sequence, input: input, outcome: outcome, callback: callback))
+        call.sink!.emit(OutcomeRecord(sequence: call.sequence, input: input, outcome: outcome, callback: callback))
     }
 
     /// The request of a fast call as the general path keeps it, its first
@@ -118,7 +118,7 @@ extension Dispatcher {
         let url = (try? RequestURL(parsing: call.line, limits: limits)) ?? RequestURL(scheme: "")
         let pending = PendingRequest(
             id: call.id, sequence: call.sequence, input: keepsInput ? text : "", url: url, urlText: text, hop: 0,
-            sink: call.sink, deadline: call.started + timeout.nanoseconds, table: registry.table)
+            sink: call.sink!, deadline: call.started + timeout.nanoseconds, table: registry.table)
         _ = pending.nextCandidate()
         return pending
     }

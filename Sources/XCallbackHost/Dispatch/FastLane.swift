@@ -97,8 +97,9 @@ final class FastLane: @unchecked Sendable {
     }
 }
 
-/// What the fast lane knows of a call, kept in its reply slot so the
-/// general path can take the request over (`ReplyTable`).
+/// What a fast lane knows of a call, kept in its reply slot so the
+/// general path can take the request over (`ReplyTable`). A worker's lane
+/// (`WorkerLane`) has no line and no sink: its host keeps those.
 struct SynchronousCall: @unchecked Sendable {
     // @unchecked: `line` points into the input buffer the dispatching
     // thread holds until the call has ended or been taken over, and the
@@ -106,7 +107,8 @@ struct SynchronousCall: @unchecked Sendable {
     var line: UnsafeBufferPointer<UInt8>
     var id: UInt64
     var sequence: UInt64
-    unowned(unsafe) var sink: OutputSink
+    /// The host lane's (always there); nil in a worker.
+    unowned(unsafe) var sink: OutputSink?
     /// Monotonic nanoseconds when the handler was called.
     var started: UInt64
     var plugin: String

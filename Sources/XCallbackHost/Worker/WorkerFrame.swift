@@ -107,6 +107,31 @@ enum WorkerFrame: Equatable, Sendable {
         }
     }
 
+    /// Appends a `result` frame for an answer kept in `capture` (a worker's
+    /// lane): the bytes `.result(id:result:)` would encode, without Strings.
+    static func encodeResult(id: UInt64, capture: ReplyCapture, into output: inout [UInt8]) {
+        let start = output.count
+        var writer = WireWriter(output: [])
+        swap(&writer.output, &output)
+        defer { swap(&writer.output, &output) }
+        writer.output.append(contentsOf: [0, 0, 0, 0, Kind.result.rawValue])
+        writer.u64(id)
+        writer.u8(capture.kind == .success ? 0 : 2)
+        capture.withParameters { parameters, bytes in
+            writer.u32(UInt32(parameters.count))
+            for parameter in parameters {
+                writer.u32(UInt32(parameter.nameCount))
+                writer.output.append(contentsOf: UnsafeBufferPointer(start: bytes + parameter.nameStart, count: parameter.nameCount))
+                writer.u32(UInt32(parameter.valueCount))
+                writer.output.append(contentsOf: UnsafeBufferPointer(start: bytes + parameter.valueStart, count: parameter.valueCount))
+            }
+        }
+        let length = UInt32(writer.output.count - start - 5)
+        for index in 0..<4 {
+            writer.output[start + index] = UInt8(truncatingIfNeeded: length >> UInt32(8 * index))
+        }
+    }
+
     // MARK: decoding
 
     /// Decodes one frame's kind and payload; nil when malformed.

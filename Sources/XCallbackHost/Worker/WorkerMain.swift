@@ -112,6 +112,7 @@ public enum WorkerMain {
         writer.flush()
 
         let endpoint = InProcessEndpoint(plugin: plugin)
+        let lane = WorkerLane(endpoint: endpoint)
         let watchdog = StallWatchdog()
         watchdog.start()
         let loop = HandoffLoop<WorkerFrame>(
@@ -123,7 +124,9 @@ public enum WorkerMain {
                 switch frame {
                 case .request(let id, let handler, let fields):
                     progress?.begin(id)
-                    run(id: id, handler: Int(handler), fields: fields, on: endpoint, send: send)
+                    if !lane.run(id: id, handler: Int(handler), fields: fields, send: send, output: writer) {
+                        run(id: id, handler: Int(handler), fields: fields, on: endpoint, send: send)
+                    }
                 case .shutdown:
                     plugin.shutdown()
                     writer.flush()
