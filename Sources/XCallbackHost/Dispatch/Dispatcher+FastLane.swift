@@ -81,11 +81,7 @@ extension Dispatcher {
     /// `Outcome` path instead.
     private func concludeInPlace(call: SynchronousCall, lane: FastLane, snapshot: RouteSnapshot) {
         let capture = lane.capture
-        var callback: UnsafeBufferPointer<UInt8>?
-        if let span = lane.line.callback(for: capture.kind) {
-            // It decoded before the handler ran (`hasDeliverableCallbacks`).
-            callback = lane.decodedCallback(span, in: call.line)
-        }
+        let callback = lane.decodedCallback(for: capture.kind)
         let sink = call.sink!
         if sink.format != .url || sink.keepOrder || sink.opener != nil || callback.map(snapshot.routesScheme(of:)) == true {
             concludeFast(capture.outcome, call: call, lane: lane, snapshot: snapshot)
@@ -98,7 +94,7 @@ extension Dispatcher {
     /// when its callback goes to one of the host's own schemes.
     private func concludeFast(_ outcome: Outcome, call: SynchronousCall, lane: FastLane, snapshot: RouteSnapshot) {
         var callback: String?
-        if let span = lane.line.callback(for: outcome.kind), let url = lane.decodedCallback(span, in: call.line) {
+        if let url = lane.decodedCallback(for: outcome.kind) {
             if snapshot.routesScheme(of: url) {
                 let pending = generalRequest(for: call)
                 if pending.claim() { conclude(pending, outcome) }

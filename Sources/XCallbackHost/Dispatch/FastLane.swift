@@ -14,8 +14,14 @@ final class FastLane: @unchecked Sendable {
     // reason the runtime's exclusivity checks (a thread-local lookup per
     // access, several per request) are off for these.
 
-    /// The line being dispatched, parsed in place.
-    @exclusivity(unchecked) var line = RequestLine()
+    /// The line being dispatched, parsed in place. Behind a pointer, so
+    /// passing it on borrows it: a stored property would be copied for the
+    /// call (its arrays retained and released).
+    private let lineStorage: UnsafeMutablePointer<RequestLine>
+    var line: RequestLine {
+        _read { yield lineStorage.pointee }
+        _modify { yield &lineStorage.pointee }
+    }
     /// The request handed to the handler, refilled for every line.
     @exclusivity(unchecked) var native = NativeRequest()
     /// Where the handler's answer is kept when it answers in place.
@@ -23,8 +29,14 @@ final class FastLane: @unchecked Sendable {
     /// The route table as of `generation`.
     @exclusivity(unchecked) var snapshot: RouteSnapshot?
     @exclusivity(unchecked) var generation: UInt64 = .max
-    /// Room for a route key or a decoded callback URL.
+    /// Room for a route key.
     @exclusivity(unchecked) private(set) var scratch: UnsafeMutableBufferPointer<UInt8>
+    /// Room for the line's three callback URLs, decoded (`hasDeliverableCallbacks`).
+    @exclusivity(unchecked) private var callbackScratch: UnsafeMutableBufferPointer<UInt8>
+    /// The decoded `x-success`, `x-error` and `x-cancel` of the line, in `callbackScratch`.
+    @exclusivity(unchecked) private var callbacks = (success: UnsafeBufferPointer<UInt8>?.none,
+                                                     error: UnsafeBufferPointer<UInt8>?.none,
+                                                     cancel: UnsafeBufferPointer<UInt8>?.none)
 
     private let busy = Atomic<Bool>(false)
     /// The reply token of the call inside a handler now, plus one (0: none):
@@ -32,10 +44,18 @@ final class FastLane: @unchecked Sendable {
     let inFlight = Atomic<UInt64>(0)
 
     init() {
+        lineStorage = .allocate(capacity: 1)
+        lineStorage.initialize(to: RequestLine())
         scratch = .allocate(capacity: 4096)
+        callbackScratch = .allocate(capacity: 3 * 4096)
     }
 
-    deinit { scratch.deallocate() }
+    deinit {
+        lineStorage.deinitialize(count: 1)
+        lineStorage.deallocate()
+        scratch.deallocate()
+        callbackScratch.deallocate()
+    }
 
     func enter() -> Bool {
         busy.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged
@@ -77,23 +97,51 @@ final class FastLane: @unchecked Sendable {
         return snapshot.literals.route(forKey: UnsafeBufferPointer(start: key, count: count))
     }
 
-    /// Whether every callback the line names decodes to a URL with a scheme.
+    /// Whether every callback the line names decodes to a URL with a
+    /// scheme; the decoded URLs are kept for `decodedCallback(for:)`.
     func hasDeliverableCallbacks(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        isDeliverable(line.success, bytes) && isDeliverable(line.error, bytes) && isDeliverable(line.cancel, bytes)
+        // Each decodes into its own third: the decoder may write whole
+        // words past its value, up to the end of the line.
+        let region = bytes.count + 8
+        if 3 * region > callbackScratch.count {
+            callbackScratch.deallocate()
+            callbackScratch = .allocate(capacity: 3 * region)
+        }
+        guard let base = callbackScratch.baseAddress,
+              case .given(let success) = decode(line.success, bytes, into: base),
+              case .given(let error) = decode(line.error, bytes, into: base + region),
+              case .given(let cancel) = decode(line.cancel, bytes, into: base + 2 * region)
+        else { return false }
+        callbacks = (success, error, cancel)
+        return true
     }
 
-    private func isDeliverable(_ span: RequestLine.Span?, _ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard let span else { return true }
-        guard let url = decodedCallback(span, in: bytes) else { return false }
-        return Dispatcher.hasScheme(url)
+    private enum DecodedCallback {
+        /// Absent (nil), or decoded to a URL with a scheme.
+        case given(UnsafeBufferPointer<UInt8>?)
+        /// A malformed escape, or no scheme: the general path refuses the line.
+        case undeliverable
     }
 
-    /// The callback span decoded into scratch, or nil when it does not decode.
-    func decodedCallback(_ span: RequestLine.Span, in bytes: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<UInt8>? {
-        reserveScratch(bytes.count + 8)
-        guard let target = scratch.baseAddress,
-              let count = RequestLine.decodeValue(span, in: bytes, into: target) else { return nil }
-        return UnsafeBufferPointer(start: target, count: count)
+    private func decode(_ span: RequestLine.Span?, _ bytes: UnsafeBufferPointer<UInt8>,
+                        into target: UnsafeMutablePointer<UInt8>) -> DecodedCallback {
+        guard let span else { return .given(nil) }
+        guard let count = RequestLine.decodeValue(span, in: bytes, into: target) else { return .undeliverable }
+        let url = UnsafeBufferPointer(start: UnsafePointer(target), count: count)
+        return Dispatcher.hasScheme(url) ? .given(url) : .undeliverable
+    }
+
+    /// The decoded callback URL for an outcome of `kind`, as
+    /// `RequestURL.callbackURL(for:)` picks it (nil when absent or empty).
+    func decodedCallback(for kind: OutcomeKind) -> UnsafeBufferPointer<UInt8>? {
+        let url: UnsafeBufferPointer<UInt8>?
+        switch kind {
+        case .success: url = callbacks.success
+        case .error: url = callbacks.error
+        case .cancel: url = callbacks.cancel
+        }
+        guard let url, url.count > 0 else { return nil }
+        return url
     }
 }
 
