@@ -1,11 +1,5 @@
-import Foundation
-import Logging
 import Testing
 @testable import XCallbackHost
-
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// SPEC section 1: a handler may decline; the next matching route (literal,
 /// then argument, then wildcard) is tried, and NotFoundAction follows the
@@ -43,31 +37,12 @@ struct DeclineTests {
         """
 
     @Test func aDeclinedRequestFallsToTheNextRouteThenToNotFound() throws {
-        let directory = try TemporaryDirectory()
-        let plugins = try directory.directory("plugins")
-        try CCompiler.plugin("decliner", source: Self.source, in: directory, into: plugins)
-
-        var configuration = HostConfiguration(pluginDirectories: [plugins])
-        configuration.isolation = .none
-        let host = Host(configuration: configuration, logger: Logger(label: "test"))
-        try host.loadPlugins(requireDirectories: true)
-
-        let input = try directory.write("input.txt", """
-            dec://x-callback-url/item
-            dec://x-callback-url/other
-            dec://x-callback-url/a/b
-            dec://only/one
-
-            """)
-        let inputDescriptor = open(input, O_RDONLY)
-        let outputPath = directory.file("output.txt")
-        let outputDescriptor = open(outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        try #require(inputDescriptor >= 0 && outputDescriptor >= 0)
-        host.serve(input: inputDescriptor, output: outputDescriptor)
-        close(inputDescriptor)
-        close(outputDescriptor)
-
-        let lines = try String(contentsOfFile: outputPath, encoding: .utf8).split(separator: "\n").map(String.init)
+        let lines = try serveThroughHost(plugin: "decliner", source: Self.source, lines: [
+            "dec://x-callback-url/item",
+            "dec://x-callback-url/other",
+            "dec://x-callback-url/a/b",
+            "dec://only/one",
+        ])
         try #require(lines.count == 4, "\(lines)")
         // The literal route declines: the argument route answers.
         #expect(lines[0] == "success?by=argument")

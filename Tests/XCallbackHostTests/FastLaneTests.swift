@@ -1,11 +1,5 @@
-import Foundation
-import Logging
 import Testing
 @testable import XCallbackHost
-
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// The fast lane (`Dispatcher.submitFast`): a native handler in the host
 /// process that answers before it returns goes from line to record without
@@ -87,24 +81,10 @@ struct FastLaneTests {
 
     /// Runs `lines` through an in-process host with a short timeout; returns the records.
     private func run(_ lines: [String], keepOrder: Bool = false) throws -> [String] {
-        let directory = try TemporaryDirectory()
-        let plugins = try directory.directory("plugins")
-        try CCompiler.plugin("fastlane", source: Self.source, in: directory, into: plugins)
-        var configuration = HostConfiguration(pluginDirectories: [plugins])
-        configuration.isolation = .none
-        configuration.timeout = .milliseconds(300)
-        configuration.keepOrder = keepOrder
-        let host = Host(configuration: configuration, logger: Logger(label: "test"))
-        try host.loadPlugins(requireDirectories: true)
-        let input = try directory.write("input.txt", lines.joined(separator: "\n") + "\n")
-        let inputDescriptor = open(input, O_RDONLY)
-        let outputPath = directory.file("output.txt")
-        let outputDescriptor = open(outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        try #require(inputDescriptor >= 0 && outputDescriptor >= 0)
-        host.serve(input: inputDescriptor, output: outputDescriptor)
-        close(inputDescriptor)
-        close(outputDescriptor)
-        return try String(contentsOfFile: outputPath, encoding: .utf8).split(separator: "\n").map(String.init)
+        try serveThroughHost(plugin: "fastlane", source: Self.source, lines: lines) { configuration in
+            configuration.timeout = .milliseconds(300)
+            configuration.keepOrder = keepOrder
+        }
     }
 
     @Test("a handler that answers at once: the record, with the route and a decoded value")

@@ -498,3 +498,26 @@ extension Trait where Self == TimeLimitTrait {
         return .timeLimit(.minutes(Int((Double(minutes) * max(scale, 1)).rounded(.up))))
     }
 }
+
+/// Runs `lines` through a real in-process Host with one C plug-in built
+/// from `source`, and returns the records it wrote.
+func serveThroughHost(plugin name: String, source: String, lines: [String],
+                      configure: (inout HostConfiguration) -> Void = { _ in }) throws -> [String] {
+    let directory = try TemporaryDirectory()
+    let plugins = try directory.directory("plugins")
+    try CCompiler.plugin(name, source: source, in: directory, into: plugins)
+    var configuration = HostConfiguration(pluginDirectories: [plugins])
+    configuration.isolation = .none
+    configure(&configuration)
+    let host = Host(configuration: configuration, logger: Logger(label: "test"))
+    try host.loadPlugins(requireDirectories: true)
+    let input = try directory.write("input.txt", lines.joined(separator: "\n") + "\n")
+    let inputDescriptor = open(input, O_RDONLY)
+    let outputPath = directory.file("output.txt")
+    let outputDescriptor = open(outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+    try #require(inputDescriptor >= 0 && outputDescriptor >= 0)
+    host.serve(input: inputDescriptor, output: outputDescriptor)
+    close(inputDescriptor)
+    close(outputDescriptor)
+    return try String(contentsOfFile: outputPath, encoding: .utf8).split(separator: "\n").map(String.init)
+}
