@@ -6,8 +6,9 @@ import XCallbackRouting
 /// runs in this process. Immutable; the registry builds a new one after a
 /// change, and a lane swaps its copy when the registry's generation moves.
 final class RouteSnapshot: Sendable {
-    /// A route whose handler the fast lane may call directly.
-    struct NativeRoute: @unchecked Sendable {
+    /// A route whose handler the fast lane may call directly. A class, so
+    /// taking one for a request is one reference, not one per field.
+    final class NativeRoute: @unchecked Sendable {
         // @unchecked: the plug-in promises (xcallback.h) that its handlers
         // may be called on any thread.
         let function: xcallback_handler
@@ -16,6 +17,14 @@ final class RouteSnapshot: Sendable {
         /// The pattern as registered (`request_route`), and its bytes.
         let pattern: String
         let patternBytes: [UInt8]
+
+        init(function: xcallback_handler, userData: UnsafeMutableRawPointer?, plugin: String, pattern: String) {
+            self.function = function
+            self.userData = userData
+            self.plugin = plugin
+            self.pattern = pattern
+            patternBytes = Array(pattern.utf8)
+        }
     }
 
     let literals: LiteralRouteIndex
@@ -42,7 +51,7 @@ final class RouteSnapshot: Sendable {
                 continue
             }
             native.append(NativeRoute(function: handler.function, userData: handler.userData, plugin: endpoint.pluginName,
-                                      pattern: pattern.text, patternBytes: Array(pattern.text.utf8)))
+                                      pattern: pattern.text))
         }
         self.native = native
         self.schemes = schemes
