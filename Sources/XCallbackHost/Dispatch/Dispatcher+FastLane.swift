@@ -43,7 +43,7 @@ extension Dispatcher {
         let id = nextID()
         native.assign(id: id)
         let call = SynchronousCall(line: line, id: id, sequence: sequence, sink: sink,
-                                   started: MonotonicClock.now, plugin: route.plugin, capture: lane.capture)
+                                   started: MonotonicClock.coarseNow, plugin: route.plugin, capture: lane.capture)
         let reply = HostAPI.replies.openSynchronous(request: native, plugin: route.plugin, call: call)
         lane.inFlight.store(reply.token &+ 1, ordering: .releasing)
         route.function(native.opaque, reply, route.userData)

@@ -14,17 +14,17 @@ import Musl
 /// exits. Used for request lines in the host and for frames in a worker.
 final class HandoffLoop<Item>: StallWatchable, @unchecked Sendable {
     // @unchecked: `read` is only ever called by the thread that owns the
-    // input (ownership moves under `state`'s lock); the rest is locked.
+    // input; ownership moves with `busySince` (below).
     private let read: () -> Item?
     private let process: (Item) -> Void
     private let watchdog: StallWatchdog?
-    private let state = Lock(State())
     private let finished = ConditionLock(false)
-
-    private struct State {
-        var owner = 0
-        var busySince: UInt64?
-    }
+    /// When the owner began its current item (coarse monotonic ns), or 0
+    /// when it is not processing one. Atomics, not a lock: this is set and
+    /// cleared for every request. The owner clears it with a compare-and-
+    /// exchange of its own stamp; the watchdog takes the input by clearing
+    /// it first, so exactly one of them succeeds.
+    private let busySince = Atomic<UInt64>(0)
 
     /// `read` returns nil at the end of input; it must flush deferred
     /// writes (`BatchingThread.flushDeferred`) before it blocks.
@@ -37,7 +37,7 @@ final class HandoffLoop<Item>: StallWatchable, @unchecked Sendable {
     /// Starts reading on a new thread.
     func start() {
         watchdog?.watch(self)
-        Threads.detach { [self] in run(as: 0) }
+        Threads.detach { [self] in run() }
     }
 
     /// Waits until the input ends.
@@ -45,16 +45,15 @@ final class HandoffLoop<Item>: StallWatchable, @unchecked Sendable {
         finished.wait(until: { $0 }) { _ in }
     }
 
-    private func run(as owner: Int) {
+    private func run() {
         BatchingThread.markCurrent()
         while let item = read() {
-            state.withLock { $0.busySince = MonotonicClock.now }
+            // Never 0, which means idle.
+            let stamp = MonotonicClock.coarseNow | 1
+            busySince.store(stamp, ordering: .releasing)
             process(item)
-            let stillOwner = state.withLock { state -> Bool in
-                guard state.owner == owner else { return false }
-                state.busySince = nil
-                return true
-            }
+            let stillOwner = busySince.compareExchange(expected: stamp, desired: 0,
+                                                       ordering: .acquiringAndReleasing).exchanged
             if !stillOwner {
                 // Another thread took the input while this item stalled.
                 BatchingThread.flushDeferred()
@@ -69,16 +68,13 @@ final class HandoffLoop<Item>: StallWatchable, @unchecked Sendable {
     }
 
     func handOffIfStalled(now: UInt64, threshold: UInt64) -> Bool {
-        let newOwner = state.withLock { state -> Int? in
-            // `now` was read before this lock: an item that began after it
-            // has not been busy at all (and `&-` would wrap to a huge age).
-            guard let since = state.busySince, now > since, now - since > threshold else { return nil }
-            state.owner += 1
-            state.busySince = nil
-            return state.owner
-        }
-        guard let newOwner else { return false }
-        Threads.detach { [self] in run(as: newOwner) }
+        let since = busySince.load(ordering: .acquiring)
+        // `now` was read before this load: an item that began after it has
+        // not been busy at all (and `&-` would wrap to a huge age).
+        guard since != 0, now > since, now - since > threshold,
+              busySince.compareExchange(expected: since, desired: 0, ordering: .acquiringAndReleasing).exchanged
+        else { return false }
+        Threads.detach { [self] in run() }
         return true
     }
 }
