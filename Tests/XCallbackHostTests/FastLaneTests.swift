@@ -61,6 +61,18 @@ struct FastLaneTests {
             hold();
         }
 
+        static void decline_then_block(const xcallback_request *request, xcallback_reply reply, void *data) {
+            (void)request; (void)data;
+            host->reply_decline(reply);
+            hold();
+        }
+
+        static void fallback(const xcallback_request *request, xcallback_reply reply, void *data) {
+            (void)request; (void)data;
+            xcallback_param param = { "by", "fallback" };
+            host->reply_success(reply, &param, 1);
+        }
+
         static void twice(const xcallback_request *request, xcallback_reply reply, void *data) {
             (void)request; (void)data;
             host->reply_cancel(reply);
@@ -75,6 +87,8 @@ struct FastLaneTests {
             rc |= api->register_action(plugin, "fast", "block", block, NULL);
             rc |= api->register_action(plugin, "fast", "answer-then-block", answer_then_block, NULL);
             rc |= api->register_action(plugin, "fast", "twice", twice, NULL);
+            rc |= api->register_action(plugin, "fast", "decline-then-block", decline_then_block, NULL);
+            rc |= api->register_pattern(plugin, "fast://x-callback-url/:anything", fallback, NULL);
             return rc;
         }
         """
@@ -111,6 +125,12 @@ struct FastLaneTests {
     func answerThenBlock() throws {
         let records = try run(["fast://x-callback-url/answer-then-block"])
         #expect(records == ["success?answered=first"])
+    }
+
+    @Test("a handler that declines, then runs on past its deadline: the next route answers at once, as on the general path")
+    func declineThenBlock() throws {
+        let records = try run(["fast://x-callback-url/decline-then-block", "fast://x-callback-url/other"], keepOrder: true)
+        #expect(records == ["success?by=fallback", "success?by=fallback"], "\(records)")
     }
 
     @Test("a callback to the host's own scheme is the next hop; a second completion is refused")

@@ -137,8 +137,16 @@ final class ReplyTable: Sendable {
             case .synchronous(let call):
                 // Built under the lock: the dispatcher takes it when the
                 // handler returns, and the timer may look before that.
-                storage.slots[index].entry!.mode = .completed(result(entry.plugin, entry.request), call)
+                let answer = result(entry.plugin, entry.request)
                 Self.remember(Self.completion(reply.token, entry), in: &storage)
+                if answer == .declined, let owner = call.owner {
+                    // The next route is tried now, as on the general path,
+                    // not when (or if) this handler returns.
+                    let deliver = owner.takeOver(call, reply: reply)
+                    Self.release(index, in: &storage)
+                    return .success((deliver, entry))
+                }
+                storage.slots[index].entry!.mode = .completed(answer, call)
                 return .success(nil)
             case .deliver(let deliver):
                 Self.remember(Self.completion(reply.token, entry), in: &storage)
@@ -148,7 +156,10 @@ final class ReplyTable: Sendable {
         }
         switch taken {
         case .success(let delivery):
-            if let (deliver, entry) = delivery { deliver(result(entry.plugin, entry.request)) }
+            if let (deliver, entry) = delivery {
+                // A taken-over decline was built under the lock already.
+                if case .synchronous = entry.mode { deliver(.declined) } else { deliver(result(entry.plugin, entry.request)) }
+            }
             return nil
         case .failure(let refusal):
             return refusal

@@ -43,7 +43,8 @@ extension Dispatcher {
         let id = nextID()
         native.assign(id: id)
         let call = SynchronousCall(line: line, id: id, sequence: sequence, sink: sink,
-                                   started: MonotonicClock.coarseNow, plugin: route.plugin, capture: lane.capture)
+                                   started: MonotonicClock.coarseNow, plugin: route.plugin, capture: lane.capture,
+                                   owner: self)
         let reply = HostAPI.replies.openSynchronous(request: native, plugin: route.plugin, call: call)
         lane.inFlight.store(reply.token &+ 1, ordering: .releasing)
         route.function(native.opaque, reply, route.userData)
@@ -119,6 +120,14 @@ extension Dispatcher {
         return pending
     }
 
+    /// A decline while the handler still runs: the general path takes the
+    /// request over at once and tries the next route, with the time left.
+    func takeOver(_ call: SynchronousCall, reply: xcallback_reply) -> ReplyTable.Delivery {
+        let (pending, handlerCall) = takeOver(call, reply: reply)
+        timer.add(pending)
+        return handlerCall.deliver
+    }
+
     /// Promotion: the general path takes over a call still in its handler.
     private func takeOver(_ call: SynchronousCall, reply: xcallback_reply) -> (PendingRequest, HandlerCall) {
         let pending = generalRequest(for: call)
@@ -146,9 +155,12 @@ extension Dispatcher {
                 return takenOver!.1.deliver
             }
             guard case .some(let result) = answer, let (pending, handlerCall) = takenOver else { continue }
-            if let result {
-                handlerCall.deliver(result)
+            if case .outcome = result {
+                handlerCall.deliver(result!)
             } else {
+                // Still running, or declined and still running: its deadline
+                // has passed, with no time left for another route (and no
+                // plug-in code runs on the timer's thread).
                 expire(pending)
             }
         }

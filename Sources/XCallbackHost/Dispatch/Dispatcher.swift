@@ -6,7 +6,7 @@ import XCallbackURL
 /// Turns request lines into outcomes: parse, route, hand to the plug-in's
 /// endpoint, take the one result, then write the record or dispatch the
 /// callback as the next hop of a chain.
-final class Dispatcher: Sendable {
+final class Dispatcher: SynchronousCallOwner, Sendable {
     let registry: PluginRegistry
     let limits: ParseLimits
     let timeout: Duration

@@ -1,3 +1,4 @@
+import CXCallback
 import Synchronization
 import XCallbackURL
 
@@ -162,4 +163,13 @@ struct SynchronousCall: @unchecked Sendable {
     var plugin: String
     /// The lane's, which outlives the call.
     unowned(unsafe) var capture: ReplyCapture
+    /// Who takes the call over when its handler declines while it still
+    /// runs (the host's dispatcher); nil in a worker, whose host decides.
+    unowned(unsafe) var owner: (any SynchronousCallOwner)?
+}
+
+/// Takes a synchronous call over for the general path.
+protocol SynchronousCallOwner: AnyObject, Sendable {
+    /// The delivery for `call`, now handled like any pending request.
+    func takeOver(_ call: SynchronousCall, reply: xcallback_reply) -> ReplyTable.Delivery
 }

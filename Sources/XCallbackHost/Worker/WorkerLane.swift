@@ -33,7 +33,7 @@ final class WorkerLane: @unchecked Sendable {
         let native = self.native
         native.refill(fields, route: registrations[index].pattern.text)
         let call = SynchronousCall(line: UnsafeBufferPointer(start: nil, count: 0), id: id, sequence: 0, sink: nil,
-                                   started: 0, plugin: endpoint.pluginName, capture: capture)
+                                   started: 0, plugin: endpoint.pluginName, capture: capture, owner: nil)
         let reply = HostAPI.replies.openSynchronous(request: native, plugin: endpoint.pluginName, call: call)
         handler.function(native.opaque, reply, handler.userData)
         let end = HostAPI.replies.endSynchronous(reply) { _ in
