@@ -25,7 +25,9 @@ final class InputLoop: Sendable {
                 let sent = counter.value.load(ordering: .relaxed)
                 if sent >= Self.maxInFlight && sent - sink.emittedCount >= Self.maxInFlight {
                     BatchingThread.flushDeferred()
-                    _ = sink.waitForEmitted(sent - Self.maxInFlight + 1, deadline: nil)
+                    // Until half the window has drained: one wake-up per
+                    // 2,048 records, not one per record.
+                    _ = sink.waitForEmitted(sent - Self.maxInFlight / 2, deadline: nil)
                 }
                 // And no more than as many records waiting for a socket
                 // client that is not reading.

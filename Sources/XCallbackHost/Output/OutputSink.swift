@@ -7,6 +7,10 @@ final class OutputSink: Sendable {
         var nextSequence: UInt64 = 0
         var held: [UInt64: OutcomeRecord] = [:]
         var emitted: UInt64 = 0
+        /// The lowest count a waiter waits for (`.max`: none). A record
+        /// wakes the waiters only when it reaches it: a reader waiting for
+        /// room is woken once, not once per record (two system calls each).
+        var wakeAt: UInt64 = .max
     }
 
     let format: OutputFormat
@@ -46,7 +50,7 @@ final class OutputSink: Sendable {
 
     /// Writes (or opens) one record; in input order with `--keep-order`.
     func emit(_ record: OutcomeRecord) {
-        state.withLock { state in
+        let wake = state.withLock { state -> Bool in
             // Written under this lock so records from racing threads keep
             // the order the reorder buffer released them in.
             if keepOrder {
@@ -58,9 +62,17 @@ final class OutputSink: Sendable {
             } else {
                 deliver(record)
             }
-            state.emitted += 1
+            return Self.count(&state)
         }
-        state.broadcast()
+        if wake { state.broadcast() }
+    }
+
+    /// Counts a record; true when a waiter waits for this many.
+    private static func count(_ state: inout State) -> Bool {
+        state.emitted += 1
+        guard state.emitted >= state.wakeAt else { return false }
+        state.wakeAt = .max
+        return true
     }
 
     /// Writes a success or cancel record the caller encodes itself (the
@@ -68,12 +80,12 @@ final class OutputSink: Sendable {
     /// callbacks: those need the `OutcomeRecord`.
     func emit(answered kind: OutcomeKind, _ write: (inout [UInt8]) -> Void) {
         precondition(!keepOrder && opener == nil, "the record must go through emit(_:)")
-        state.withLock { state in
+        let wake = state.withLock { state -> Bool in
             tally.count(answered: kind)
             writer.append(write)
-            state.emitted += 1
+            return Self.count(&state)
         }
-        state.broadcast()
+        if wake { state.broadcast() }
     }
 
     /// Writes whatever is buffered, and returns once it is written.
@@ -87,7 +99,8 @@ final class OutputSink: Sendable {
 
     /// Waits until `count` records were emitted; false if `deadline` came first.
     func waitForEmitted(_ count: UInt64, deadline: UInt64?) -> Bool {
-        state.wait(until: { $0.emitted >= count }, deadline: deadline) { $0.emitted >= count }
+        state.wait(until: { $0.emitted >= count }, deadline: deadline,
+                   beforeSleeping: { $0.wakeAt = min($0.wakeAt, count) }) { $0.emitted >= count }
     }
 
     private func deliver(_ record: OutcomeRecord) {

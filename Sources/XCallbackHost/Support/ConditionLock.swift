@@ -63,6 +63,32 @@ final class ConditionLock<State>: @unchecked Sendable {
         return try body(&state)
     }
 
+    /// As `wait(until:deadline:then:)`, and `beforeSleeping` runs on the
+    /// state each time the caller is about to sleep: a waiter can leave word
+    /// of what it waits for, so the other side wakes it only then.
+    func wait<R>(
+        until isReady: (State) -> Bool,
+        deadline: UInt64? = nil,
+        beforeSleeping: (inout State) -> Void,
+        then body: (inout State) throws -> R
+    ) rethrows -> R {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        while !isReady(state) {
+            beforeSleeping(&state)
+            if let deadline {
+                if MonotonicClock.now >= deadline { break }
+                var time = timespec(
+                    tv_sec: Int(deadline / 1_000_000_000),
+                    tv_nsec: Int(deadline % 1_000_000_000))
+                pthread_cond_timedwait(condition, mutex, &time)
+            } else {
+                pthread_cond_wait(condition, mutex)
+            }
+        }
+        return try body(&state)
+    }
+
     /// Wakes every waiter; call after changing the state they wait on.
     func broadcast() {
         pthread_cond_broadcast(condition)
