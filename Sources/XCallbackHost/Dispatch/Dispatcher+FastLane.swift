@@ -158,9 +158,8 @@ extension Dispatcher {
             if case .outcome = result {
                 handlerCall.deliver(result!)
             } else {
-                // Still running, or declined and still running: its deadline
-                // has passed, with no time left for another route (and no
-                // plug-in code runs on the timer's thread).
+                // Still running, unanswered, past its deadline. (A decline
+                // never waits here: it is taken over when it is given.)
                 expire(pending)
             }
         }
