@@ -10,30 +10,39 @@ import Musl
 /// the kernel through a futex that ThreadSanitizer cannot see, so every
 /// state it guards shows up as a data race under `.ci/sanitize thread`,
 /// hiding real ones. ThreadSanitizer intercepts pthread mutexes. Uncontended,
-/// the two cost the same; this one allocates its mutex once, at creation.
-package final class Lock<State>: @unchecked Sendable {
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    // Guarded by `mutex`; @unchecked Sendable rests on that. The mutex
-    // already makes every access exclusive, so the runtime's own check
-    // (a thread-local lookup per access) is turned off.
-    @exclusivity(unchecked) private var state: State
-
-    package init(_ state: State) {
-        self.state = state
-        pthread_mutex_init(mutex, nil)
+/// the two cost the same. The state and its mutex share one allocation: a
+/// lock is made for every request in flight on the general path
+/// (`PendingRequest`, `HandlerCall`).
+package struct Lock<State>: @unchecked Sendable {
+    // @unchecked: the state is only touched with the mutex held.
+    private final class Storage: ManagedBuffer<State, pthread_mutex_t> {
+        deinit {
+            _ = withUnsafeMutablePointerToElements { mutex in
+                pthread_mutex_destroy(mutex)
+                mutex.deinitialize(count: 1)
+            }
+        }
     }
 
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
+    private let storage: Storage
+
+    package init(_ state: State) {
+        storage = unsafeDowncast(Storage.create(minimumCapacity: 1) { _ in state }, to: Storage.self)
+        _ = storage.withUnsafeMutablePointerToElements { pthread_mutex_init($0, nil) }
     }
 
     /// Runs `body` with the lock held.
     package func withLock<Result, Failure: Error>(
         _ body: (inout State) throws(Failure) -> Result
     ) throws(Failure) -> Result {
+        // Both pointers stay valid while `storage` lives, which this call
+        // guarantees: it holds `self`.
+        let (state, mutex) = storage.withUnsafeMutablePointers { ($0, $1) }
         pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body(&state)
+        defer {
+            pthread_mutex_unlock(mutex)
+            withExtendedLifetime(storage) {}
+        }
+        return try body(&state.pointee)
     }
 }
