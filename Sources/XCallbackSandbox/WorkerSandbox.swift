@@ -71,11 +71,16 @@ public enum WorkerSandbox {
             layers.append("group guardian")
         }
         let memory = UInt64(capabilities.memoryMiB) << 20
-        try limit(Int32(RLIMIT_DATA.rawValue), memory, "memory")
-        // Shared mappings (MAP_SHARED, memfd) are not data: bound them with
-        // the address space, leaving room for what is reserved but not used
-        // (malloc's per-thread arenas reserve 64 MiB each).
-        try limit(Int32(RLIMIT_AS.rawValue), 2 * memory + (1 << 30), "address space")
+        // A sanitizer's runtime has reserved terabytes for its shadow and
+        // maps its own memory all along (`.ci/sanitize`): there, the memory
+        // ceilings would starve it, so they are left off.
+        if !Self.runsUnderSanitizer {
+            try limit(Int32(RLIMIT_DATA.rawValue), memory, "memory")
+            // Shared mappings (MAP_SHARED, memfd) are not data: bound them with
+            // the address space, leaving room for what is reserved but not used
+            // (malloc's per-thread arenas reserve 64 MiB each).
+            try limit(Int32(RLIMIT_AS.rawValue), 2 * memory + (1 << 30), "address space")
+        }
         try limit(Int32(RLIMIT_NOFILE.rawValue), UInt64(capabilities.openFiles), "open_files")
         try limit(Int32(RLIMIT_CORE.rawValue), 0, "core dumps")
         if capabilities.processes > 0 && getuid() != 0 {
@@ -159,6 +164,11 @@ public enum WorkerSandbox {
         for path in capabilities.filesWrite { try allow(path, LandlockRights.read | LandlockRights.write) }
         try allow(plan.scratch, LandlockRights.read | LandlockRights.write)
         return ruleset
+    }
+
+    /// Whether this process runs under ThreadSanitizer or AddressSanitizer.
+    static var runsUnderSanitizer: Bool {
+        dlsym(nil, "__tsan_init") != nil || dlsym(nil, "__asan_init") != nil
     }
 
     private static func limit(_ resource: Int32, _ value: UInt64, _ name: String) throws(SandboxError) {
