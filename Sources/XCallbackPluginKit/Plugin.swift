@@ -82,7 +82,22 @@ final class HandlerBox: @unchecked Sendable {
     let argumentNames: [String]
     /// A request's storage a finished call left behind (nothing kept it),
     /// for the next call: most calls then allocate nothing for their request.
-    let spare = Mutex<RequestStorage?>(nil)
+    /// An atomic exchange, not a lock: handlers of one route run on many
+    /// threads at once, and ThreadSanitizer cannot see a `Mutex` that parks.
+    private let spare = Atomic<UnsafeMutableRawPointer?>(nil)
+
+    /// The spare storage, if there is one; nil leaves the caller to make one.
+    func takeSpare() -> RequestStorage? {
+        spare.exchange(nil, ordering: .acquiring).map { Unmanaged<RequestStorage>.fromOpaque($0).takeRetainedValue() }
+    }
+
+    /// Keeps `storage` for the next call (dropped if one is kept already).
+    func keepSpare(_ storage: RequestStorage) {
+        let raw = Unmanaged.passRetained(storage).toOpaque()
+        if !spare.compareExchange(expected: nil, desired: raw, ordering: .releasing).exchanged {
+            Unmanaged<RequestStorage>.fromOpaque(raw).release()
+        }
+    }
 
     init(api: UnsafePointer<xcallback_host_api>, route: Routes.Route) {
         self.api = api
@@ -102,16 +117,11 @@ private let trampoline: xcallback_handler = { request, reply, userData in
     let host = HostRequest(api: box.api, request: request, argumentNames: box.argumentNames)
     switch box.route.body {
     case .sync(let handler):
-        var borrowed = box.spare.withLock { spare -> Request in
-            defer { spare = nil }
-            return spare.map { Request(borrowing: host, in: $0) } ?? Request(borrowing: request, api: box.api,
-                                                                                argumentNames: box.argumentNames)
-        }
+        var borrowed = box.takeSpare().map { Request(borrowing: host, in: $0) }
+            ?? Request(borrowing: request, api: box.api, argumentNames: box.argumentNames)
         let answer: Reply
         do { answer = try handler(borrowed) } catch { answer = Reply.from(error) }
-        if let unused = borrowed.endBorrow() {
-            box.spare.withLock { $0 = unused }
-        }
+        if let unused = borrowed.endBorrow() { box.keepSpare(unused) }
         ReplySender(api: box.api).send(answer, to: reply)
     case .async(let handler):
         let api = box.api
