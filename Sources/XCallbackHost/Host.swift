@@ -308,7 +308,7 @@ public final class Host: Sendable {
         let watcher = DirectoryWatcher(directories: configuration.pluginDirectories, stop: stopSignal, logger: logger)
         let opened = try open(inputs)
         startBackgroundWork()
-        watch(with: watcher)
+        watchPlugins(with: watcher)
         let running = ConditionLock(opened.count)
         for input in opened {
             Threads.detach { [self] in
@@ -407,7 +407,7 @@ public final class Host: Sendable {
     /// served: changes take effect within the watcher's settle time. One
     /// catch-up scan first covers what changed between the start-up scan
     /// and the watches (only changed files are loaded again).
-    private func watch(with watcher: DirectoryWatcher) {
+    func watchPlugins(with watcher: DirectoryWatcher) {
         reconcileChangedFiles()
         watcher.start { [self] in reconcileChangedFiles() }
     }
@@ -458,12 +458,12 @@ public final class Host: Sendable {
         loop.sink.flush()
     }
 
-    private func startBackgroundWork() {
+    func startBackgroundWork() {
         watchdog.start()
         responses.start()
     }
 
-    private func finishBackgroundWork() {
+    func finishBackgroundWork() {
         responses.stopTimer()
         opener?.drain()
         watchdog.stop()

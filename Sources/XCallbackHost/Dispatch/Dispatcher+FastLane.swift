@@ -25,7 +25,7 @@ extension Dispatcher {
         if lane.generation != registry.generation {
             (lane.snapshot, lane.generation) = registry.routeSnapshot()
         }
-        guard let snapshot = lane.snapshot, snapshot.hasNativeRoutes, sink.opener == nil,
+        guard let snapshot = lane.snapshot, snapshot.hasNativeRoutes, sink.opener == nil, sink.receiver == nil,
               line.count <= limits.maxLineBytes, lane.line.parse(line),
               let routeIndex = lane.literalRoute(in: line, snapshot: snapshot),
               let route = snapshot.native[routeIndex]

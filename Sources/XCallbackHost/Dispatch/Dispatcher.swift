@@ -47,8 +47,11 @@ final class Dispatcher: SynchronousCallOwner, Sendable {
 
     // MARK: line → request
 
-    /// Dispatches one trimmed, non-blank, non-comment line.
-    func submit(line: UnsafeBufferPointer<UInt8>, sequence: UInt64, sink: OutputSink) {
+    /// Dispatches one trimmed, non-blank, non-comment line; `identity` is
+    /// the caller's number and attempt for it (a fed request), else the
+    /// host numbers it.
+    func submit(line: UnsafeBufferPointer<UInt8>, sequence: UInt64, sink: OutputSink,
+                identity: RequestIdentity? = nil) {
         let input = keepsInput ? String(decoding: line, as: UTF8.self) : ""
         let url: RequestURL
         do {
@@ -67,7 +70,8 @@ final class Dispatcher: SynchronousCallOwner, Sendable {
                 return
             }
         }
-        start(url, text: String(decoding: line, as: UTF8.self), input: input, hop: 0, sequence: sequence, sink: sink)
+        start(url, text: String(decoding: line, as: UTF8.self), input: input, hop: 0, sequence: sequence, sink: sink,
+              identity: identity)
     }
 
     /// RFC 3986: ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ) ":".
@@ -112,9 +116,11 @@ final class Dispatcher: SynchronousCallOwner, Sendable {
         sink.emit(OutcomeRecord(sequence: sequence, input: input, outcome: HostError.invalidURL(message), callback: nil))
     }
 
-    private func start(_ url: RequestURL, text: String, input: String, hop: Int, sequence: UInt64, sink: OutputSink) {
+    private func start(_ url: RequestURL, text: String, input: String, hop: Int, sequence: UInt64, sink: OutputSink,
+                       identity: RequestIdentity?) {
         let pending = PendingRequest(
-            id: nextID(), sequence: sequence, input: input, url: url, urlText: text, hop: hop, sink: sink,
+            id: identity?.id ?? nextID(), attempt: identity?.attempt ?? 1, keepsID: identity != nil,
+            sequence: sequence, input: input, url: url, urlText: text, hop: hop, sink: sink,
             deadline: MonotonicClock.now + timeoutNanoseconds, table: registry.table)
         attempt(pending, declinedBy: nil)
     }
@@ -191,7 +197,10 @@ final class Dispatcher: SynchronousCallOwner, Sendable {
         }
         do {
             let url = try RequestURL(parsing: next, limits: limits)
-            start(url, text: next, input: pending.input, hop: pending.hop + 1, sequence: pending.sequence, sink: pending.sink)
+            // A fed request's chain keeps its number: the queue's request id.
+            let identity = pending.keepsID ? RequestIdentity(id: pending.id, attempt: pending.attempt) : nil
+            start(url, text: next, input: pending.input, hop: pending.hop + 1, sequence: pending.sequence, sink: pending.sink,
+                  identity: identity)
         } catch {
             pending.sink.emit(OutcomeRecord(sequence: pending.sequence, input: pending.input,
                                             outcome: HostError.invalidURL("callback URL: \(error.message)"), callback: nil))

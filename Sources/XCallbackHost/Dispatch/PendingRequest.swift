@@ -8,6 +8,12 @@ import XCallbackURL
 final class PendingRequest: Sendable {
     /// The host's number for this request (`request_id`, and its log lines).
     let id: UInt64
+    /// The attempt at running it (`request_attempt`): 1 but for a fed
+    /// request a queue claimed again.
+    let attempt: UInt32
+    /// Whether `id` was given by the caller (a fed request), so a chain
+    /// keeps it instead of taking the host's next number.
+    let keepsID: Bool
     /// The record's place in its input stream (for `--keep-order`).
     let sequence: UInt64
     /// The line that started the chain, for the `jsonl` record.
@@ -38,9 +44,11 @@ final class PendingRequest: Sendable {
         var currentPlugin: String?
     }
 
-    init(id: UInt64, sequence: UInt64, input: String, url: RequestURL, urlText: String, hop: Int,
+    init(id: UInt64, attempt: UInt32 = 1, keepsID: Bool = false, sequence: UInt64, input: String, url: RequestURL, urlText: String, hop: Int,
          sink: OutputSink, deadline: UInt64, table: RouteTable<RouteTarget>) {
         self.id = id
+        self.attempt = attempt
+        self.keepsID = keepsID
         self.sequence = sequence
         self.input = input
         self.url = url

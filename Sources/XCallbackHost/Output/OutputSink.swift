@@ -16,6 +16,8 @@ final class OutputSink: Sendable {
     let format: OutputFormat
     let keepOrder: Bool
     let opener: CallbackOpener?
+    /// Takes each record instead of the writer (a fed input's records).
+    let receiver: (any RecordReceiver)?
     /// Counts every record written, shared by all the host's sinks.
     let tally: OutcomeTally
     private let writer: any OutputWriter
@@ -39,8 +41,15 @@ final class OutputSink: Sendable {
         self.init(writer: writer, format: format, keepOrder: keepOrder, opener: nil, tally: tally)
     }
 
+    /// A sink handing each record to `receiver`, unencoded (`Host.serve(feed:receiver:)`).
+    convenience init(receiver: any RecordReceiver, format: OutputFormat, tally: OutcomeTally) {
+        self.init(writer: UnusedWriter(), format: format, keepOrder: false, opener: nil, tally: tally,
+                  receiver: receiver)
+    }
+
     private init(writer: any OutputWriter, format: OutputFormat, keepOrder: Bool,
-                 opener: CallbackOpener?, tally: OutcomeTally) {
+                 opener: CallbackOpener?, tally: OutcomeTally, receiver: (any RecordReceiver)? = nil) {
+        self.receiver = receiver
         self.writer = writer
         self.format = format
         self.keepOrder = keepOrder
@@ -79,7 +88,7 @@ final class OutputSink: Sendable {
     /// fast lane, from bytes). Not for a sink that keeps order or opens
     /// callbacks: those need the `OutcomeRecord`.
     func emit(answered kind: OutcomeKind, _ write: (inout [UInt8]) -> Void) {
-        precondition(!keepOrder && opener == nil, "the record must go through emit(_:)")
+        precondition(!keepOrder && opener == nil && receiver == nil, "the record must go through emit(_:)")
         let wake = state.withLock { state -> Bool in
             tally.count(answered: kind)
             writer.append(write)
@@ -105,10 +114,20 @@ final class OutputSink: Sendable {
 
     private func deliver(_ record: OutcomeRecord) {
         tally.count(record.outcome)
-        if let opener, let url = record.resolvedCallback, opener.allows(url) {
+        if let receiver {
+            receiver.receive(record)
+        } else if let opener, let url = record.resolvedCallback, opener.allows(url) {
             opener.open(url)
         } else {
             writer.append { format.write(record, to: &$0) }
         }
     }
+}
+
+/// The writer of a sink whose records go to a receiver: nothing is written.
+private final class UnusedWriter: OutputWriter {
+    func append(_ fill: (inout [UInt8]) -> Void) {}
+    func waitForRoom() {}
+    func finish() {}
+    func flush() {}
 }
