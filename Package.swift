@@ -9,6 +9,8 @@ import PackageDescription
 //   XCallbackSandbox  capabilities a plug-in declares and an operator grants, and
 //                     the kernel sandbox a worker enters before it loads one
 //   XCallbackHost     discovery, loading, dispatch, workers, inputs and outputs
+//   XCallbackQueue    the durable queue on PostgreSQL many hosts share: it claims
+//                     requests, feeds them to a Host, and records their outcomes
 //   xcallback         the command line only
 let package = Package(
     name: "xcallback",
@@ -28,6 +30,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
         .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0"),
     ],
     targets: [
         .target(name: "XCallbackURL"),
@@ -65,10 +68,19 @@ let package = Package(
                 .product(name: "TOMLKit", package: "TOMLKit"),
             ]
         ),
+        .target(
+            name: "XCallbackQueue",
+            dependencies: [
+                "XCallbackHost", "XCallbackURL",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .executableTarget(
             name: "xcallback",
             dependencies: [
-                "XCallbackHost", "XCallbackSandbox",
+                "XCallbackHost", "XCallbackSandbox", "XCallbackQueue",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -87,6 +99,9 @@ let package = Package(
             dependencies: ["XCallbackHost", "XCallbackURL", "CXCallback", "XCallbackPluginKit"]
         ),
         .testTarget(name: "XCallbackSandboxTests", dependencies: ["XCallbackSandbox"]),
+        // Runs against a real PostgreSQL the tests start from Debian's packages
+        // in a temporary folder (skipped, with a message, where there is none).
+        .testTarget(name: "XCallbackQueueTests", dependencies: ["XCallbackQueue", "XCallbackURL"]),
         .testTarget(name: "EndToEndTests", dependencies: ["xcallback"]),
         .testTarget(
             name: "FFITests",

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Logging
 import XCallbackHost
+import XCallbackQueue
 import XCallbackSandbox
 import XCallbackURL
 
@@ -20,6 +21,20 @@ struct RunCommand: ParsableCommand {
 
     @Option(help: ArgumentHelp("Serve requests on this Unix stream socket until SIGINT/SIGTERM (with --fifo: both). Under systemd socket activation, the socket systemd passes is served instead.", valueName: "path"))
     var socket: String?
+
+    @Option(help: ArgumentHelp("Consume this durable queue (a postgresql:// URL; see `xcallback queue`) instead of reading stdin; records are written once recorded.", valueName: "url"))
+    var queue: String?
+
+    @Option(help: ArgumentHelp("With --queue: seconds a host's lease on its requests lasts without a heartbeat (it heartbeats three times per lease).", valueName: "seconds"))
+    var lease: Double = 15
+
+    @Option(name: .customLong("batch-size"), help: "With --queue: requests claimed at once.")
+    var batchSize: Int = 256
+
+    @Option(help: ArgumentHelp("With --queue: seconds outcomes are kept before hosts prune them.", valueName: "seconds"))
+    var retention: Double = defaultRetention
+
+    static let defaultRetention: Double = 7 * 86_400
 
     @Option(help: "How plug-ins run: process (each in its own worker process) or none (inside the host: fastest, but a plug-in crash kills the host).")
     var isolation: IsolationArgument = .process
@@ -79,6 +94,12 @@ struct RunCommand: ParsableCommand {
         if !(restartWindow > 0) { throw ValidationError("--restart-window must be a positive number of seconds") }
         if !(quarantine > 0) || quarantine > 600 { throw ValidationError("--quarantine must be a number of seconds above 0 and at most 600") }
         if maxLineBytes < 16 { throw ValidationError("--max-line-bytes must be at least 16") }
+        if queue != nil && (fifo != nil || socket != nil) {
+            throw ValidationError("--queue reads only the queue: leave out --fifo and --socket")
+        }
+        if !(lease >= 1) { throw ValidationError("--lease must be at least 1 second") }
+        if batchSize < 1 { throw ValidationError("--batch-size must be at least 1") }
+        if !(retention > 0) { throw ValidationError("--retention must be a positive number of seconds") }
         if Logger.Level(rawValue: logLevel) == nil { throw ValidationError("unknown --log-level '\(logLevel)'") }
     }
 
@@ -132,6 +153,10 @@ struct RunCommand: ParsableCommand {
             throw Failure.exit(error.message)
         }
         let format = logFormat.value
+        if let queue {
+            try runQueue(queue, host: host, signals: signals, records: records, format: format)
+            return
+        }
         signals.start(
             onStop: { host.requestStop() },
             onReload: { host.rescan() },
@@ -147,6 +172,34 @@ struct RunCommand: ParsableCommand {
                 host.serve(input: 0, output: records)
                 progress?.stop()
             }
+        } catch {
+            throw Failure.exit(error.message)
+        }
+        if !noSummary { Diagnostics.writeSummary(host.outcomes, format: format, final: true) }
+    }
+}
+
+extension RunCommand {
+    /// `run --queue`: the host consumes the queue until SIGINT/SIGTERM.
+    func runQueue(_ url: String, host: Host, signals: SignalWaiter, records: Int32, format: LogFormat) throws {
+        let location: QueueLocation
+        do { location = try QueueLocation(parsing: url) } catch { throw Failure.exit(error.message) }
+        var options = QueueConsumerOptions()
+        options.lease = .milliseconds(Int64(lease * 1000))
+        options.batchSize = batchSize
+        options.maxInFlight = max(batchSize * 8, 1_024)
+        options.retention = .milliseconds(Int64(retention * 1000))
+        let consumer = QueueConsumer(location: location, options: options, host: host, format: output.value,
+                                     output: records, logger: Diagnostics.logger)
+        signals.start(
+            onStop: {
+                host.requestStop()
+                consumer.stop()
+            },
+            onReload: { host.rescan() },
+            onReport: { Diagnostics.writeSummary(host.outcomes, format: format, final: false) })
+        do {
+            try consumer.run()
         } catch {
             throw Failure.exit(error.message)
         }

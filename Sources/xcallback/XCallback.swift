@@ -15,6 +15,7 @@ struct XCallback: ParsableCommand {
             RunCommand.self, PluginsCommand.self, RoutesCommand.self, CheckCommand.self,
             SendCommand.self, CallCommand.self, SDKCommand.self, NewCommand.self,
             InstallHandlerCommand.self, UninstallHandlerCommand.self,
+            QueueCommand.self, EnqueueCommand.self, OutcomesCommand.self,
         ],
         defaultSubcommand: nil
     )

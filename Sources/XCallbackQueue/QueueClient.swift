@@ -1,0 +1,92 @@
+import Logging
+import PostgresNIO
+
+/// The queue's operations for the command line, each on one connection:
+/// `queue init`, `enqueue`, `queue status`, `outcomes`, `queue dead`,
+/// `queue retry`, `queue prune`. Synchronous, for a synchronous caller.
+public final class QueueClient: Sendable {
+    public let location: QueueLocation
+    let store: QueueStore
+    let logger: Logger
+    private let connection: QueueConnection
+
+    public init(location: QueueLocation, logger: Logger) {
+        self.location = location
+        self.logger = logger
+        self.store = QueueStore(schema: location.schema, logger: logger)
+        self.connection = QueueConnection(location: location, role: "client", logger: logger)
+    }
+
+    /// Runs `body` on an open connection; a failure says what and where.
+    private func use<T: Sendable>(checkSchema: Bool = true,
+                                  _ body: @escaping @Sendable (PostgresConnection) async throws -> T) throws(QueueError) -> T {
+        do {
+            return try Blocking.run { [connection, location, logger] in
+                try await connection.run(timeout: .seconds(600)) { connection in
+                    if checkSchema { try await QueueSchema.check(connection, location: location, logger: logger) }
+                    return try await body(connection)
+                }
+            }
+        } catch let error as QueueError {
+            throw error
+        } catch {
+            throw QueueError("queue at \(location): \(QueueError.describe(error))")
+        }
+    }
+
+    public func close() {
+        _ = try? Blocking.run { [connection] in await connection.close() }
+    }
+
+    /// Creates or migrates the schema; returns the versions applied (none
+    /// when it was up to date).
+    public func initialize() throws(QueueError) -> [Int] {
+        try use(checkSchema: false) { [store, logger, location] connection in
+            try await QueueSchema.migrate(connection, schema: location.schema, logger: logger)
+        }
+    }
+
+    public static var schemaVersion: Int { QueueSchema.currentVersion }
+
+    /// Enqueues one batch; returns each line's request id.
+    public func enqueue(_ lines: [EnqueueLine], maxAttempts: Int) throws(QueueError) -> [Int64] {
+        try use { [store] connection in try await store.enqueue(lines, maxAttempts: maxAttempts, on: connection) }
+    }
+
+    public func status() throws(QueueError) -> QueueStatus {
+        try use { [store] connection in try await store.status(on: connection) }
+    }
+
+    /// Outcomes after `cursor`, at most `limit`.
+    public func outcomes(after cursor: OutcomeCursor, limit: Int = 1_000) throws(QueueError) -> [StoredOutcome] {
+        try use { [store] connection in try await store.outcomes(after: cursor, limit: limit, on: connection) }
+    }
+
+    /// The cursor just before request `id`'s outcome; an error when it has none.
+    public func cursor(after id: Int64) throws(QueueError) -> OutcomeCursor {
+        let cursor = try use { [store] connection in try await store.cursor(before: id, on: connection) }
+        guard let cursor else {
+            throw QueueError("request \(id) has no recorded outcome (not finished yet, pruned, or never enqueued)")
+        }
+        return cursor
+    }
+
+    public func dead(limit: Int = 10_000) throws(QueueError) -> [StoredOutcome] {
+        try use { [store] connection in try await store.dead(limit: limit, on: connection) }
+    }
+
+    /// Re-queues dead requests (all when `ids` is nil); returns their ids.
+    public func retryDead(_ ids: [Int64]?, maxAttempts: Int) throws(QueueError) -> [Int64] {
+        try use { [store] connection in try await store.retryDead(ids, maxAttempts: maxAttempts, on: connection) }
+    }
+
+    public func prune(retention: Duration) throws(QueueError) -> Int {
+        try use { [store] connection in try await store.prune(retention: retention, on: connection) }
+    }
+
+    /// Waits for a notification of new outcomes or `timeout`, whichever
+    /// comes first (`outcomes --follow`).
+    public func pause(_ timeout: Duration) {
+        _ = try? Blocking.run { try await Task.sleep(for: timeout) }
+    }
+}

@@ -1,0 +1,157 @@
+import Synchronization
+import Logging
+import PostgresNIO
+
+/// One connection to the queue's database that opens itself again after it
+/// is lost, with back-off (50 ms doubling to 5 s). Each of a host's loops
+/// has its own, so a slow claim never delays a heartbeat.
+actor QueueConnection {
+    let location: QueueLocation
+    let role: String
+    private let logger: Logger
+    private var connection: PostgresConnection?
+    private var failures = 0
+    private static let ids = Mutex<Int>(0)
+
+    init(location: QueueLocation, role: String, logger: Logger) {
+        self.location = location
+        self.role = role
+        self.logger = logger
+    }
+
+    /// The open connection, opening it if needed (once: throws if that fails).
+    func open() async throws -> PostgresConnection {
+        if let connection, !connection.isClosed { return connection }
+        let opened = try await Self.connect(location, role: role, logger: logger)
+        connection = opened
+        if failures > 0 {
+            logger.notice("queue: \(role) connection to \(location) is back after \(failures) failed attempt(s)")
+        }
+        failures = 0
+        return opened
+    }
+
+    /// Runs `body` on the connection, opening it again and retrying after a
+    /// lost connection until `body` succeeds or the task is cancelled.
+    /// `body` must be safe to run again (see `QueueError.isConnectionLoss`).
+    func retrying<T: Sendable>(_ what: String, _ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+        while true {
+            try Task.checkCancellation()
+            do {
+                return try await run(body)
+            } catch {
+                if Task.isCancelled { throw CancellationError() }
+                await failed(what, error)
+            }
+        }
+    }
+
+    /// Runs `body` on the open connection, and gives up on it after
+    /// `timeout`: the connection is then closed and forgotten, so the next
+    /// call opens a new one. A connection the server ended while a statement
+    /// was in flight has been seen to leave that statement unanswered for
+    /// good; a half-open TCP connection does the same.
+    func run<T: Sendable>(timeout: Duration = statementTimeout,
+                          _ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+        let connection = try await open()
+        let outcome = FirstOutcome<T>()
+        let result: T = try await withCheckedThrowingContinuation { continuation in
+            outcome.set(continuation)
+            Task {
+                do { outcome.resume(.success(try await body(connection))) } catch { outcome.resume(.failure(error)) }
+            }
+            Task {
+                try? await Task.sleep(for: timeout)
+                outcome.resume(.failure(QueueError("no answer from the database within \(timeout)")))
+            }
+        }
+        return result
+    }
+
+    /// How long a statement may go unanswered before its connection is given up.
+    static let statementTimeout: Duration = .seconds(5)
+
+    /// Closes a broken connection, logs, and waits out the back-off.
+    func failed(_ what: String, _ error: any Error) async {
+        failures += 1
+        let message = QueueError.describe(error)
+        if failures == 1 {
+            logger.warning("queue: \(what) failed: \(message); reconnecting to \(location)")
+        } else {
+            logger.debug("queue: \(what) failed again (\(failures)): \(message)")
+        }
+        if let connection {
+            self.connection = nil
+            try? await connection.close()
+        }
+        let delay = min(5_000, 50 << min(failures - 1, 7))
+        try? await Task.sleep(for: .milliseconds(delay))
+    }
+
+    func close() async {
+        if let connection {
+            self.connection = nil
+            try? await connection.close()
+        }
+    }
+
+    /// A new connection to `location`, with TLS as its sslmode asks.
+    static func connect(_ location: QueueLocation, role: String, logger: Logger) async throws -> PostgresConnection {
+        var configuration: PostgresConnection.Configuration
+        if location.usesUnixSocket {
+            configuration = .init(unixSocketPath: location.socketPath, username: location.user,
+                                  password: location.password, database: location.database)
+        } else {
+            configuration = .init(host: location.host, port: location.port, username: location.user,
+                                  password: location.password, database: location.database, tls: try tls(for: location))
+        }
+        configuration.options.connectTimeout = .seconds(10)
+        // Shown in pg_stat_activity, so an operator can tell the roles apart.
+        configuration.options.additionalStartupParameters = [("application_name", "xcallback \(role)")]
+        let id = ids.withLock { value in
+            value += 1
+            return value
+        }
+        return try await PostgresConnection.connect(configuration: configuration, id: id, logger: logger)
+    }
+
+    private static func tls(for location: QueueLocation) throws -> PostgresConnection.Configuration.TLS {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        switch location.sslMode {
+        case .disable:
+            return .disable
+        case .allow, .prefer:
+            // As libpq: encrypt if the server offers it, without checking its certificate.
+            tls.certificateVerification = .none
+            return .prefer(try NIOSSLContext(configuration: tls))
+        case .require:
+            tls.certificateVerification = .none
+            return .require(try NIOSSLContext(configuration: tls))
+        case .verifyCA:
+            tls.certificateVerification = .noHostnameVerification
+            return .require(try NIOSSLContext(configuration: tls))
+        case .verifyFull:
+            tls.certificateVerification = .fullVerification
+            return .require(try NIOSSLContext(configuration: tls))
+        }
+    }
+}
+
+/// The first of two racing results wins; the other is dropped.
+private final class FirstOutcome<T: Sendable>: Sendable {
+    private let state = Mutex<(continuation: CheckedContinuation<T, any Error>?, done: Bool)>((nil, false))
+
+    func set(_ continuation: CheckedContinuation<T, any Error>) {
+        state.withLock { $0.continuation = continuation }
+    }
+
+    func resume(_ result: Result<T, any Error>) {
+        let continuation = state.withLock { state -> CheckedContinuation<T, any Error>? in
+            guard !state.done else { return nil }
+            state.done = true
+            defer { state.continuation = nil }
+            return state.continuation
+        }
+        continuation?.resume(with: result)
+    }
+}

@@ -1,0 +1,415 @@
+import Foundation
+import Logging
+import PostgresNIO
+import Synchronization
+import XCallbackHost
+import XCallbackURL
+
+/// How a host consumes the queue (`xcallback run --queue`).
+public struct QueueConsumerOptions: Sendable {
+    /// Requests claimed in one statement.
+    public var batchSize = 256
+    /// Requests claimed and not yet recorded, at most.
+    public var maxInFlight = 2_048
+    /// How long a host's lease lasts without a heartbeat; it heartbeats
+    /// three times per lease.
+    public var lease: Duration = .seconds(15)
+    /// The safety net under LISTEN/NOTIFY: an idle host looks this often.
+    public var pollInterval: Duration = .seconds(1)
+    /// How long outcomes are kept.
+    public var retention: Duration = .seconds(7 * 86_400)
+    /// How often a host prunes outcomes past the retention.
+    public var pruneInterval: Duration = .seconds(60)
+    /// At shutdown, how long to keep trying to record outcomes while the
+    /// database cannot be reached; after that their leases run out and
+    /// other hosts run them again.
+    public var shutdownRecordingLimit: Duration = .seconds(30)
+
+    public init() {}
+}
+
+/// Makes a `Host` consume the queue: claims batches under a lease, feeds
+/// them to the host, and records each outcome and retires its request in
+/// one transaction fenced by the claim's attempt. The host stays the
+/// dispatcher; this is its input and its output.
+public final class QueueConsumer: Sendable {
+    public let location: QueueLocation
+    let options: QueueConsumerOptions
+    let host: XCallbackHost.Host
+    let format: OutputFormat
+    /// Where committed records are written (stdout); -1 for nowhere.
+    let output: Int32
+    let logger: Logger
+    let store: QueueStore
+    /// `hostname:pid`, in each outcome row and the hosts table.
+    let name: String
+
+    private let feed = ClaimedFeed()
+    private let recorder: OutcomeBuffer
+    /// Claimed requests not yet recorded, by id.
+    private let inFlight = Mutex<[Int64: ClaimedRequest]>([:])
+    /// This host's row in the hosts table (it changes if the lease was lost).
+    private let hostID = Atomic<Int64>(0)
+    private let stopping = Atomic<Bool>(false)
+    /// Wakes the claim loop: a notification, the poll tick, room freed, a stop.
+    private let wakes: AsyncStream<Void>
+    private let wake: AsyncStream<Void>.Continuation
+    private let counters = Mutex(Counters())
+
+    struct Counters {
+        var recorded = 0
+        var fenced = 0
+    }
+
+    private let claimConnection: QueueConnection
+    private let recordConnection: QueueConnection
+    private let controlConnection: QueueConnection
+    private let listenConnection: QueueConnection
+
+    public init(location: QueueLocation, options: QueueConsumerOptions, host: XCallbackHost.Host, format: OutputFormat,
+                output: Int32, logger: Logger) {
+        self.location = location
+        self.options = options
+        self.host = host
+        self.format = format
+        self.output = output
+        self.logger = logger
+        self.store = QueueStore(schema: location.schema, logger: logger)
+        self.name = "\(ProcessInfo.processInfo.hostName):\(getpid())"
+        (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        recorder = OutcomeBuffer()
+        claimConnection = QueueConnection(location: location, role: "host claim", logger: logger)
+        recordConnection = QueueConnection(location: location, role: "host record", logger: logger)
+        controlConnection = QueueConnection(location: location, role: "host heartbeat", logger: logger)
+        listenConnection = QueueConnection(location: location, role: "host listen", logger: logger)
+        recorder.consumer = self
+    }
+
+    /// Outcomes this host recorded, and outcomes it could not record
+    /// because its lease had passed to another host.
+    public var recordedCount: Int { counters.withLock { $0.recorded } }
+    public var fencedCount: Int { counters.withLock { $0.fenced } }
+
+    /// Connects, checks the schema and registers (a database that cannot be
+    /// reached is an error here, not a retry loop), then consumes until
+    /// `stop()`; returns once every started request is recorded.
+    public func run() throws(QueueError) {
+        do {
+            let (store, name, lease, location, logger) = (store, name, options.lease, location, logger)
+            let id = try Blocking.run { [claimConnection] in
+                try await claimConnection.run { connection in
+                    try await QueueSchema.check(connection, location: location, logger: logger)
+                    return try await store.register(name: name, lease: lease, on: connection)
+                }
+            }
+            hostID.store(id, ordering: .releasing)
+        } catch {
+            throw QueueError("cannot use the queue at \(location): \(QueueError.describe(error))")
+        }
+        logger.info("queue: consuming \(location) as host \(hostID.load(ordering: .acquiring)) (\(name))")
+
+        let background = Task.detached { [self] in
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await self.claimLoop() }
+                group.addTask { await self.listenLoop() }
+                group.addTask { await self.tickLoop() }
+                group.addTask { await self.controlLoop() }
+            }
+        }
+        let recording = Task.detached { [self] in await recordLoop() }
+
+        host.serve(feed: feed, receiver: recorder)
+
+        // Every started request has its record in the buffer: record them,
+        // then leave.
+        stop()
+        recorder.finish()
+        _ = try? Blocking.run { await recording.value }
+        background.cancel()
+        _ = try? Blocking.run { await background.value }
+        _ = try? Blocking.run { [self] in
+            let left = feed.close()
+            if !left.isEmpty {
+                try await claimConnection.retrying("releasing unstarted requests") { [store] connection in
+                    try await store.release(left, on: connection)
+                }
+            }
+            let released = try await controlConnection.retrying("leaving the queue") { [self] connection in
+                try await store.unregister(host: hostID.load(ordering: .acquiring), on: connection)
+            }
+            if released > 0 {
+                logger.warning("queue: \(released) request(s) whose outcome could not be recorded go back to the queue")
+            }
+        }
+        for connection in [claimConnection, recordConnection, controlConnection, listenConnection] {
+            _ = try? Blocking.run { await connection.close() }
+        }
+    }
+
+    /// Stops claiming; requests claimed and not started go back to the queue.
+    public func stop() {
+        guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        let left = feed.close()
+        wake.yield()
+        if !left.isEmpty {
+            Task.detached { [self] in
+                try? await claimConnection.retrying("releasing unstarted requests") { [store] connection in
+                    try await store.release(left, on: connection)
+                }
+                inFlight.withLock { for request in left { $0[request.id] = nil } }
+            }
+        }
+    }
+
+    private var isStopping: Bool { stopping.load(ordering: .acquiring) }
+
+    // MARK: claiming
+
+    private func claimLoop() async {
+        var iterator = wakes.makeAsyncIterator()
+        var adopt = false
+        while !isStopping && !Task.isCancelled {
+            let capacity = options.maxInFlight - inFlight.withLock { $0.count }
+            if capacity <= 0 {
+                _ = await iterator.next()
+                continue
+            }
+            let limit = min(options.batchSize, capacity)
+            var full = false
+            do {
+                let host = hostID.load(ordering: .acquiring)
+                if adopt {
+                    // A claim whose answer was lost may have committed: what
+                    // this host holds and is not running is its to run.
+                    let held = try await claimConnection.run { [store] connection in
+                        try await store.held(by: host, on: connection)
+                    }
+                    let known = inFlight.withLock { Set($0.keys) }
+                    let orphans = held.filter { !known.contains($0.id) }
+                    if !orphans.isEmpty {
+                        logger.info("queue: took up \(orphans.count) request(s) claimed before the connection was lost")
+                        hand(orphans)
+                    }
+                    adopt = false
+                }
+                let claimed = try await claimConnection.run { [store] connection in
+                    try await store.claim(limit: limit, host: host, on: connection)
+                }
+                hand(claimed)
+                full = claimed.count == limit
+            } catch {
+                if Task.isCancelled || isStopping { break }
+                adopt = true
+                await claimConnection.failed("claiming requests", error)
+                continue
+            }
+            if !full { _ = await iterator.next() }
+        }
+    }
+
+    /// Gives claimed requests to the host, or back to the queue if it is stopping.
+    private func hand(_ requests: [ClaimedRequest]) {
+        guard !requests.isEmpty else { return }
+        inFlight.withLock { for request in requests { $0[request.id] = request } }
+        let refused = feed.push(requests)
+        if !refused.isEmpty {
+            Task.detached { [self] in
+                try? await claimConnection.retrying("releasing unstarted requests") { [store] connection in
+                    try await store.release(refused, on: connection)
+                }
+                inFlight.withLock { for request in refused { $0[request.id] = nil } }
+            }
+        }
+    }
+
+    private func listenLoop() async {
+        while !Task.isCancelled {
+            do {
+                let connection = try await listenConnection.open()
+                try await connection.listen(on: store.channel) { notifications in
+                    for try await _ in notifications { wake.yield() }
+                }
+            } catch {
+                if Task.isCancelled { return }
+                await listenConnection.failed("listening for new requests", error)
+            }
+        }
+    }
+
+    private func tickLoop() async {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: options.pollInterval)
+            wake.yield()
+        }
+    }
+
+    // MARK: leases
+
+    /// Heartbeats three times per lease; once per lease, returns the
+    /// requests of hosts whose lease ran out; once per prune interval, prunes.
+    private func controlLoop() async {
+        let beat = options.lease / 3
+        var beats = 0
+        var lastPrune = ContinuousClock.now - options.pruneInterval
+        while !Task.isCancelled {
+            try? await Task.sleep(for: beat)
+            if Task.isCancelled { return }
+            beats += 1
+            do {
+                let current = hostID.load(ordering: .acquiring)
+                let (store, name, lease) = (store, name, options.lease)
+                let renewed = try await controlConnection.run(timeout: beat) { connection -> Int64? in
+                    if try await store.heartbeat(host: current, lease: lease, on: connection) { return nil }
+                    return try await store.register(name: name, lease: lease, on: connection)
+                }
+                if let renewed {
+                    hostID.store(renewed, ordering: .releasing)
+                    logger.warning("queue: this host's lease ran out (no heartbeat for \(options.lease)); other hosts may run its requests again; it goes on as host \(renewed)")
+                }
+                if beats % 3 == 0 {
+                    let (returned, dead) = try await controlConnection.run { connection in
+                        try await store.rescue(recordedBy: name, on: connection)
+                    }
+                    if returned > 0 {
+                        logger.notice("queue: returned \(returned) request(s) of a host whose lease ran out to the queue")
+                    }
+                    if dead > 0 {
+                        logger.warning("queue: \(dead) request(s) ran out of attempts and are dead (xcallback queue dead)")
+                    }
+                }
+                if ContinuousClock.now - lastPrune >= options.pruneInterval {
+                    lastPrune = .now
+                    let retention = options.retention
+                    let pruned = try await controlConnection.run(timeout: .seconds(300)) { connection in
+                        try await store.prune(retention: retention, on: connection)
+                    }
+                    if pruned > 0 { logger.info("queue: pruned \(pruned) outcome(s) past the retention") }
+                }
+            } catch {
+                if Task.isCancelled { return }
+                await controlConnection.failed("heartbeat", error)
+            }
+        }
+    }
+
+    // MARK: recording
+
+    /// The request a record belongs to, with its lease.
+    fileprivate func claim(of id: Int64) -> ClaimedRequest? { inFlight.withLock { $0[id] } }
+
+    private func recordLoop() async {
+        for await _ in recorder.arrivals {
+            await recordWaiting()
+        }
+        let deadline = ContinuousClock.now + options.shutdownRecordingLimit
+        await recordWaiting(until: deadline)
+    }
+
+    /// Records everything waiting, in batches; gives up only at `deadline`.
+    private func recordWaiting(until deadline: ContinuousClock.Instant? = nil) async {
+        while true {
+            let batch = recorder.take(max: 4_096)
+            if batch.isEmpty { return }
+            var recorded = Set<Int64>()
+            var attempts = 0
+            while true {
+                attempts += 1
+                do {
+                    let (store, name) = (store, name)
+                    recorded = try await recordConnection.run { connection in
+                        var recorded = try await store.record(batch, host: name, on: connection)
+                        if recorded.count < batch.count {
+                            // After a lost connection, some may have committed the first time.
+                            let missing = batch.filter { !recorded.contains($0.id) }
+                            recorded.formUnion(try await store.alreadyRecorded(missing, host: name, on: connection))
+                        }
+                        return recorded
+                    }
+                    break
+                } catch {
+                    if let deadline, ContinuousClock.now >= deadline {
+                        logger.error("queue: gave up recording \(batch.count) outcome(s) at shutdown: \(QueueError.describe(error)); their requests run again elsewhere once this host's lease runs out")
+                        inFlight.withLock { for item in batch { $0[item.id] = nil } }
+                        return
+                    }
+                    await recordConnection.failed("recording outcomes", error)
+                }
+            }
+            let fenced = batch.count - recorded.count
+            if fenced > 0 {
+                logger.warning("queue: \(fenced) outcome(s) not recorded: this host's lease on them had passed to another host, which runs them again")
+            }
+            counters.withLock {
+                $0.recorded += recorded.count
+                $0.fenced += fenced
+            }
+            inFlight.withLock { for item in batch { $0[item.id] = nil } }
+            wake.yield()
+            deliver(batch.filter { recorded.contains($0.id) }.map(\.record))
+        }
+    }
+
+    /// Writes (or opens, with `--open`) records once they are committed.
+    private func deliver(_ records: [OutcomeRecord]) {
+        guard output >= 0 else { return }
+        var bytes: [UInt8] = []
+        for record in records where !host.openCallback(of: record) {
+            format.write(record, to: &bytes)
+        }
+        guard !bytes.isEmpty else { return }
+        let complete = bytes.withUnsafeBytes { buffer -> Bool in
+            var offset = 0
+            while offset < buffer.count {
+                let written = write(output, buffer.baseAddress! + offset, buffer.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    return false
+                }
+                offset += written
+            }
+            return true
+        }
+        if !complete {
+            // A closed stdout ends the host quietly, as for `run`.
+            host.requestStop()
+            stop()
+        }
+    }
+}
+
+/// Records handed over by the host's threads, waiting to be recorded.
+final class OutcomeBuffer: RecordReceiver, @unchecked Sendable {
+    // @unchecked: `consumer` is set once in QueueConsumer.init, before any record.
+    weak var consumer: QueueConsumer?
+    private let waiting = Mutex<[FinishedRequest]>([])
+    let arrivals: AsyncStream<Void>
+    private let arrived: AsyncStream<Void>.Continuation
+
+    init() {
+        (arrivals, arrived) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    func receive(_ record: OutcomeRecord) {
+        let id = Int64(bitPattern: record.sequence)
+        guard let claim = consumer?.claimForRecord(id) else { return }
+        let finished = FinishedRequest(
+            id: id, attempt: claim.attempt, host: claim.host, outcome: record.outcome.kind.rawValue,
+            params: StoredParameters.encode(record.outcome.parameters), callback: record.callback ?? "", record: record)
+        waiting.withLock { $0.append(finished) }
+        arrived.yield()
+    }
+
+    func take(max: Int) -> [FinishedRequest] {
+        waiting.withLock { waiting in
+            let batch = Array(waiting.prefix(max))
+            waiting.removeFirst(batch.count)
+            return batch
+        }
+    }
+
+    func finish() { arrived.finish() }
+}
+
+extension QueueConsumer {
+    fileprivate func claimForRecord(_ id: Int64) -> ClaimedRequest? { claim(of: id) }
+}

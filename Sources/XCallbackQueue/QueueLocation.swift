@@ -1,0 +1,249 @@
+import Foundation
+
+/// Where the queue's database is and how to log in, read the way libpq reads
+/// it: a `postgresql://` URL (or `postgres://`), then `PGHOST`, `PGPORT`,
+/// `PGUSER`, `PGPASSWORD`, `PGDATABASE`, `PGSSLMODE`, then a password file
+/// (`PGPASSFILE`, else `~/.pgpass`), then libpq's defaults. Its description
+/// never shows the password.
+public struct QueueLocation: Sendable, Equatable, CustomStringConvertible {
+    /// A Unix socket folder (an absolute path) or a host name or address.
+    public var host: String
+    public var port: Int
+    public var user: String
+    public var password: String?
+    public var database: String
+    public var sslMode: SSLMode
+    /// The queue's schema: several queues can share one database.
+    public var schema: String
+
+    /// libpq's `sslmode`, of which these matter to a client that has no
+    /// client certificate.
+    public enum SSLMode: String, Sendable, CaseIterable {
+        case disable, allow, prefer, require
+        case verifyCA = "verify-ca"
+        case verifyFull = "verify-full"
+    }
+
+    /// Debian's server listens here; libpq built by Debian looks here first.
+    public static let defaultSocketFolder = "/var/run/postgresql"
+    public static let defaultSchema = "xcallback"
+
+    /// Whether `host` names a Unix socket folder.
+    public var usesUnixSocket: Bool { host.hasPrefix("/") }
+
+    /// The socket file libpq would connect to.
+    public var socketPath: String { "\(host)/.s.PGSQL.\(port)" }
+
+    /// `postgresql://user@host:port/database`, never with the password.
+    public var description: String {
+        let where_ = usesUnixSocket ? "[\(socketPath)]" : (host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)")
+        return "postgresql://\(user)@\(where_)/\(database)"
+            + (schema == Self.defaultSchema ? "" : "?schema=\(schema)")
+    }
+
+    /// Reads `text` (a URL, or empty for the environment and defaults).
+    /// `environment` and `home` are parameters so tests need not change the
+    /// process's own.
+    public init(parsing text: String, environment: [String: String] = ProcessInfo.processInfo.environment,
+                home: String? = nil) throws(QueueError) {
+        var host = environment["PGHOST"].flatMap { $0.isEmpty ? nil : $0 }
+        var port = environment["PGPORT"].flatMap { Int($0) }
+        var user = environment["PGUSER"].flatMap { $0.isEmpty ? nil : $0 }
+        var password = environment["PGPASSWORD"]
+        var database = environment["PGDATABASE"].flatMap { $0.isEmpty ? nil : $0 }
+        var sslMode = environment["PGSSLMODE"].flatMap(SSLMode.init(rawValue:))
+        var schema = Self.defaultSchema
+        var passfile = environment["PGPASSFILE"]
+
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        if !trimmed.isEmpty {
+            let parts = try Self.parseURL(trimmed)
+            if let value = parts.host { host = value }
+            if let value = parts.port { port = value }
+            if let value = parts.user { user = value }
+            if let value = parts.password { password = value }
+            if let value = parts.database { database = value }
+            for (name, value) in parts.options {
+                switch name {
+                case "host": host = value
+                case "port":
+                    guard let number = Int(value) else { throw QueueError("the queue URL's port '\(value)' is not a number") }
+                    port = number
+                case "user": user = value
+                case "password": password = value
+                case "dbname": database = value
+                case "sslmode":
+                    guard let mode = SSLMode(rawValue: value) else {
+                        throw QueueError("the queue URL's sslmode '\(value)' is not one of \(SSLMode.allCases.map(\.rawValue).joined(separator: ", "))")
+                    }
+                    sslMode = mode
+                case "passfile": passfile = value
+                case "schema": schema = value
+                case "application_name", "connect_timeout", "sslrootcert", "target_session_attrs":
+                    break // accepted as libpq accepts them; not needed here
+                default:
+                    throw QueueError("the queue URL has an option this client does not know: '\(name)'")
+                }
+            }
+        }
+        guard Self.isPlainIdentifier(schema) else {
+            throw QueueError("schema '\(schema)' must be lower-case letters, digits and underscores, starting with a letter")
+        }
+        let osUser = Self.currentUserName()
+        self.host = host ?? Self.defaultSocketFolder
+        self.port = port ?? 5432
+        self.user = user ?? osUser
+        self.database = database ?? self.user
+        self.sslMode = sslMode ?? .prefer
+        self.schema = schema
+        if password == nil {
+            let file = passfile ?? (home ?? environment["HOME"] ?? NSHomeDirectory()) + "/.pgpass"
+            password = PasswordFile.lookup(path: file, host: self.host, port: self.port,
+                                           database: self.database, user: self.user)
+        }
+        self.password = password
+    }
+
+    private struct URLParts {
+        var host: String?
+        var port: Int?
+        var user: String?
+        var password: String?
+        var database: String?
+        var options: [(String, String)] = []
+    }
+
+    /// `postgresql://[user[:password]@][host][:port][/database][?name=value&…]`,
+    /// percent-decoded as libpq does (`%2Fvar%2Frun%2Fpostgresql` is a socket folder).
+    private static func parseURL(_ text: String) throws(QueueError) -> URLParts {
+        var rest: Substring
+        if text.hasPrefix("postgresql://") {
+            rest = text.dropFirst("postgresql://".count)
+        } else if text.hasPrefix("postgres://") {
+            rest = text.dropFirst("postgres://".count)
+        } else {
+            throw QueueError("the queue must be a postgresql:// URL (e.g. postgresql:///xcallback for a local database), not '\(redacted(text))'")
+        }
+        var parts = URLParts()
+        if let question = rest.firstIndex(of: "?") {
+            for pair in rest[rest.index(after: question)...].split(separator: "&") where !pair.isEmpty {
+                let name = pair.prefix { $0 != "=" }
+                let value = pair.dropFirst(name.count + 1)
+                parts.options.append((try decode(name), try decode(value)))
+            }
+            rest = rest[..<question]
+        }
+        var authority = rest
+        if let slash = rest.firstIndex(of: "/") {
+            authority = rest[..<slash]
+            let name = try decode(rest[rest.index(after: slash)...])
+            if !name.isEmpty { parts.database = name }
+        }
+        if let at = authority.lastIndex(of: "@") {
+            let credentials = authority[..<at]
+            authority = authority[authority.index(after: at)...]
+            if let colon = credentials.firstIndex(of: ":") {
+                parts.user = try decode(credentials[..<colon])
+                parts.password = try decode(credentials[credentials.index(after: colon)...])
+            } else {
+                parts.user = try decode(credentials)
+            }
+            if parts.user?.isEmpty == true { parts.user = nil }
+        }
+        var hostPart = authority
+        if hostPart.hasPrefix("["), let close = hostPart.firstIndex(of: "]") {
+            parts.host = String(hostPart[hostPart.index(after: hostPart.startIndex)..<close])
+            hostPart = hostPart[hostPart.index(after: close)...]
+            if hostPart.hasPrefix(":") { parts.port = try port(hostPart.dropFirst()) }
+        } else if let colon = hostPart.lastIndex(of: ":") {
+            parts.port = try port(hostPart[hostPart.index(after: colon)...])
+            hostPart = hostPart[..<colon]
+            if !hostPart.isEmpty { parts.host = try decode(hostPart) }
+        } else if !hostPart.isEmpty {
+            parts.host = try decode(hostPart)
+        }
+        return parts
+    }
+
+    private static func port(_ text: Substring) throws(QueueError) -> Int? {
+        if text.isEmpty { return nil }
+        guard let number = Int(text), (1...65535).contains(number) else {
+            throw QueueError("the queue URL's port '\(text)' is not a port number")
+        }
+        return number
+    }
+
+    private static func decode(_ text: Substring) throws(QueueError) -> String {
+        guard let decoded = String(text).removingPercentEncoding else {
+            throw QueueError("the queue URL has a bad percent-escape in '\(redacted(String(text)))'")
+        }
+        return decoded
+    }
+
+    /// `text` with any password between `//user:` and `@` replaced.
+    static func redacted(_ text: String) -> String {
+        guard let scheme = text.range(of: "://"),
+              let at = text[scheme.upperBound...].firstIndex(of: "@"),
+              let colon = text[scheme.upperBound..<at].firstIndex(of: ":")
+        else { return text }
+        return String(text[..<text.index(after: colon)]) + "***" + String(text[at...])
+    }
+
+    static func isPlainIdentifier(_ name: String) -> Bool {
+        guard let first = name.utf8.first, (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(first), name.utf8.count <= 48 else { return false }
+        return name.utf8.allSatisfy {
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
+                || $0 == UInt8(ascii: "_")
+        }
+    }
+
+    private static func currentUserName() -> String {
+        if let entry = getpwuid(geteuid()), let name = entry.pointee.pw_name { return String(cString: name) }
+        return ProcessInfo.processInfo.environment["USER"] ?? "postgres"
+    }
+}
+
+/// libpq's password file: `host:port:database:user:password` lines, `*`
+/// matching anything, `\:` and `\\` escapes; ignored, as libpq ignores it,
+/// when group or others may read it.
+enum PasswordFile {
+    static func lookup(path: String, host: String, port: Int, database: String, user: String) -> String? {
+        var info = stat()
+        guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_mode & 0o077 == 0,
+              let text = try? String(contentsOfFile: path, encoding: .utf8)
+        else { return nil }
+        // libpq matches a socket connection against "localhost" as well as the folder.
+        let hosts = host.hasPrefix("/") ? [host, "localhost"] : [host]
+        for line in text.split(whereSeparator: \.isNewline) where !line.hasPrefix("#") {
+            let fields = split(line)
+            guard fields.count == 5 else { continue }
+            func matches(_ field: String, _ values: [String]) -> Bool { field == "*" || values.contains(field) }
+            if matches(fields[0], hosts), matches(fields[1], [String(port)]), matches(fields[2], [database]),
+               matches(fields[3], [user]) {
+                return fields[4]
+            }
+        }
+        return nil
+    }
+
+    private static func split(_ line: Substring) -> [String] {
+        var fields: [String] = []
+        var current = ""
+        var escaped = false
+        for character in line {
+            if escaped {
+                current.append(character)
+                escaped = false
+            } else if character == "\\" {
+                escaped = true
+            } else if character == ":" && fields.count < 4 {
+                fields.append(current)
+                current = ""
+            } else {
+                current.append(character)
+            }
+        }
+        fields.append(current)
+        return fields
+    }
+}

@@ -1,0 +1,127 @@
+import Logging
+import PostgresNIO
+
+/// The queue's tables, created and migrated by `xcallback queue init`.
+/// Versioned: each migration runs once, in order, in one transaction that
+/// holds an advisory lock, so two hosts running `init` at once take turns
+/// and the second finds nothing left to do. docs/queue.md explains every
+/// table and index.
+enum QueueSchema {
+    /// The version this build reads and writes.
+    static let currentVersion = 1
+
+    /// Migration `n` (1-based) takes the schema from version n-1 to n.
+    static func migrations(_ s: String) -> [[String]] {
+        [
+            [
+                // Request ids: one sequence, so ids say enqueue order.
+                "CREATE SEQUENCE \(s).request_ids",
+                // Live hosts and their leases: a host heartbeats its own row;
+                // a row past expires_at is a dead host, whose requests any host
+                // returns to the queue.
+                """
+                CREATE TABLE \(s).hosts (
+                    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                    name text NOT NULL,
+                    started_at timestamptz NOT NULL DEFAULT now(),
+                    expires_at timestamptz NOT NULL)
+                """,
+                // The claim table: only requests waiting (leased_by NULL) or
+                // running (leased_by a host). A request leaves it when its
+                // outcome is recorded, so it stays small.
+                """
+                CREATE TABLE \(s).requests (
+                    id bigint PRIMARY KEY,
+                    line text NOT NULL,
+                    enqueued_at timestamptz NOT NULL DEFAULT now(),
+                    max_attempts integer NOT NULL CHECK (max_attempts > 0),
+                    attempt integer NOT NULL DEFAULT 0,
+                    leased_by bigint,
+                    leased_at timestamptz)
+                """,
+                "CREATE INDEX requests_ready ON \(s).requests (id) WHERE leased_by IS NULL",
+                "CREATE INDEX requests_leased ON \(s).requests (leased_by) WHERE leased_by IS NOT NULL",
+                // One row per request that ended: the primary key is what makes
+                // "recorded exactly once" hold whatever the hosts do.
+                """
+                CREATE TABLE \(s).outcomes (
+                    request_id bigint PRIMARY KEY,
+                    position bigint GENERATED ALWAYS AS IDENTITY,
+                    recorded_by_xact xid8 NOT NULL DEFAULT pg_current_xact_id(),
+                    line text NOT NULL,
+                    outcome text NOT NULL,
+                    params text NOT NULL,
+                    callback text,
+                    attempts integer NOT NULL,
+                    dead boolean NOT NULL DEFAULT false,
+                    host text NOT NULL,
+                    enqueued_at timestamptz NOT NULL,
+                    recorded_at timestamptz NOT NULL DEFAULT now())
+                """,
+                // `outcomes --follow` reads in commit-safe order (see QueueStore.outcomes).
+                "CREATE INDEX outcomes_order ON \(s).outcomes (recorded_by_xact, position)",
+                "CREATE INDEX outcomes_recorded_at ON \(s).outcomes (recorded_at)",
+                "CREATE INDEX outcomes_dead ON \(s).outcomes (request_id) WHERE dead",
+                // Idempotency keys outlive the request's row in `requests`; they
+                // are pruned with its outcome.
+                """
+                CREATE TABLE \(s).request_keys (
+                    key text PRIMARY KEY,
+                    request_id bigint NOT NULL)
+                """,
+                "CREATE INDEX request_keys_request ON \(s).request_keys (request_id)",
+            ],
+        ]
+    }
+
+    /// Creates or migrates the schema; returns the versions it applied.
+    static func migrate(_ connection: PostgresConnection, schema s: String, logger: Logger) async throws -> [Int] {
+        try await connection.withTransaction(logger: logger) { connection in
+            try await connection.query("SELECT pg_advisory_xact_lock(hashtext(\(s + ".schema")))", logger: logger)
+            try await connection.query("CREATE SCHEMA IF NOT EXISTS \(unescaped: s)", logger: logger)
+            try await connection.query("""
+                CREATE TABLE IF NOT EXISTS \(unescaped: s).schema_migrations (
+                    version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())
+                """, logger: logger)
+            let version = try await currentVersion(connection, schema: s, logger: logger) ?? 0
+            if version > currentVersion {
+                throw QueueError("the queue's schema is at version \(version), newer than this xcallback knows (\(currentVersion)); upgrade xcallback")
+            }
+            var applied: [Int] = []
+            for (index, statements) in migrations(s).enumerated() where index + 1 > version {
+                for statement in statements {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
+                try await connection.query("INSERT INTO \(unescaped: s).schema_migrations (version) VALUES (\(index + 1))",
+                                           logger: logger)
+                applied.append(index + 1)
+            }
+            return applied
+        }
+    }
+
+    /// The schema's version, or nil when it was never created.
+    static func currentVersion(_ connection: PostgresConnection, schema s: String, logger: Logger) async throws -> Int? {
+        let exists = try await connection.query(
+            "SELECT to_regclass(\(s + ".schema_migrations")) IS NOT NULL", logger: logger)
+        for try await (present) in exists.decode(Bool.self) where !present { return nil }
+        let rows = try await connection.query(
+            "SELECT coalesce(max(version), 0) FROM \(unescaped: s).schema_migrations", logger: logger)
+        for try await version in rows.decode(Int.self) { return version }
+        return 0
+    }
+
+    /// Fails with what to do when the schema is missing or of another version.
+    static func check(_ connection: PostgresConnection, location: QueueLocation, logger: Logger) async throws {
+        switch try await currentVersion(connection, schema: location.schema, logger: logger) {
+        case nil, 0?:
+            throw QueueError("\(location) has no xcallback queue yet; create it with: xcallback queue init '\(location)'")
+        case let version? where version < currentVersion:
+            throw QueueError("the queue's schema is at version \(version) and this xcallback needs \(currentVersion); migrate it with: xcallback queue init '\(location)'")
+        case let version? where version > currentVersion:
+            throw QueueError("the queue's schema is at version \(version), newer than this xcallback knows (\(currentVersion)); upgrade xcallback")
+        default:
+            return
+        }
+    }
+}

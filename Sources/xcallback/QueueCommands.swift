@@ -1,0 +1,366 @@
+import ArgumentParser
+import Foundation
+import Logging
+import XCallbackHost
+import XCallbackQueue
+import XCallbackURL
+
+/// `xcallback queue …`: the durable queue on PostgreSQL (docs/queue.md).
+struct QueueCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "queue",
+        abstract: "Create, inspect and tend a durable request queue on PostgreSQL that many hosts share.",
+        discussion: """
+            QUEUE is a postgresql:// URL as libpq reads it (postgresql:///DB for a local database over \
+            its Unix socket); PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE, PGSSLMODE and \
+            PGPASSFILE (or ~/.pgpass) fill in what it leaves out. Feed it with `xcallback enqueue`, \
+            consume it with `xcallback run --queue`, read outcomes with `xcallback outcomes`.
+            """,
+        subcommands: [QueueInitCommand.self, QueueStatusCommand.self, QueueDeadCommand.self,
+                      QueueRetryCommand.self, QueuePruneCommand.self])
+}
+
+/// The queue argument and options every queue command shares.
+struct QueueOptions: ParsableArguments {
+    @Argument(help: ArgumentHelp("The queue's database: a postgresql:// URL (empty: PG* variables and defaults).", valueName: "queue"))
+    var queue: String
+
+    @Option(name: .customLong("log-level"), help: "stderr diagnostics: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: String = "warning"
+
+    func validate() throws {
+        if Logger.Level(rawValue: logLevel) == nil { throw ValidationError("unknown --log-level '\(logLevel)'") }
+    }
+
+    func client() throws -> QueueClient {
+        Diagnostics.bootstrap(level: Logger.Level(rawValue: logLevel) ?? .warning)
+        do {
+            return QueueClient(location: try QueueLocation(parsing: queue), logger: Diagnostics.logger)
+        } catch {
+            throw Failure.exit(error.message)
+        }
+    }
+}
+
+/// Runs a queue operation; its error is one line on stderr and exit 1.
+func queueOperation<T>(_ body: () throws(QueueError) -> T) throws -> T {
+    do {
+        return try body()
+    } catch {
+        throw Failure.exit(error.message)
+    }
+}
+
+struct QueueInitCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "init",
+        abstract: "Create the queue's tables, or migrate them to this version (safe to run again, and from two hosts at once).")
+
+    @OptionGroup var options: QueueOptions
+
+    func run() throws {
+        let client = try options.client()
+        defer { client.close() }
+        let applied = try queueOperation { () throws(QueueError) in try client.initialize() }
+        if applied.isEmpty {
+            print("queue at \(client.location) is up to date (schema version \(QueueClient.schemaVersion))")
+        } else {
+            print("queue at \(client.location) is at schema version \(applied.last!) (applied \(applied.map(String.init).joined(separator: ", ")))")
+        }
+    }
+}
+
+struct QueueStatusCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status",
+        abstract: "Show how many requests are ready, leased, done and dead, and how long the oldest ready one has waited.")
+
+    @OptionGroup var options: QueueOptions
+
+    @Flag(help: "One JSON object instead of text.")
+    var json = false
+
+    func run() throws {
+        let client = try options.client()
+        defer { client.close() }
+        let status = try queueOperation { () throws(QueueError) in try client.status() }
+        let age = (status.oldestReadySeconds * 1000).rounded() / 1000
+        if json {
+            print(#"{"ready":\#(status.ready),"leased":\#(status.leased),"done":\#(status.done),"dead":\#(status.dead),"oldest_ready_seconds":\#(age),"hosts":\#(status.hosts)}"#)
+        } else {
+            print("ready   \(status.ready)")
+            print("leased  \(status.leased)")
+            print("done    \(status.done)")
+            print("dead    \(status.dead)")
+            print("oldest ready  \(status.ready == 0 ? "-" : "\(age) s")")
+            print("hosts   \(status.hosts)")
+        }
+    }
+}
+
+struct QueueDeadCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "dead",
+        abstract: "List dead requests (no outcome after their attempts): id, attempts and the request line, tab-separated.")
+
+    @OptionGroup var options: QueueOptions
+
+    func run() throws {
+        let client = try options.client()
+        defer { client.close() }
+        let dead = try queueOperation { () throws(QueueError) in try client.dead() }
+        for outcome in dead { print("\(outcome.requestID)\t\(outcome.attempts)\t\(outcome.line)") }
+    }
+}
+
+struct QueueRetryCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "retry",
+        abstract: "Put dead requests back in the queue, with fresh attempts; prints each id re-queued.")
+
+    @OptionGroup var options: QueueOptions
+
+    @Argument(help: ArgumentHelp("Request ids to re-queue.", valueName: "id"))
+    var ids: [Int64] = []
+
+    @Flag(help: "Re-queue every dead request.")
+    var all = false
+
+    @Option(name: .customLong("max-attempts"), help: "Attempts each re-queued request gets.")
+    var maxAttempts: Int = EnqueueCommand.defaultMaxAttempts
+
+    func validate() throws {
+        if ids.isEmpty == !all { throw ValidationError("give request ids, or --all") }
+        if maxAttempts < 1 { throw ValidationError("--max-attempts must be at least 1") }
+    }
+
+    func run() throws {
+        let client = try options.client()
+        defer { client.close() }
+        let revived = try queueOperation { () throws(QueueError) in try client.retryDead(all ? nil : ids, maxAttempts: maxAttempts) }
+        for id in revived { print(id) }
+        let missing = Set(ids).subtracting(revived)
+        if !missing.isEmpty {
+            throw Failure.exit("not dead, so not re-queued: \(missing.sorted().map(String.init).joined(separator: ", "))")
+        }
+    }
+}
+
+struct QueuePruneCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "prune",
+        abstract: "Delete outcomes (and their idempotency keys) recorded longer ago than --retention; hosts also do this every minute.")
+
+    @OptionGroup var options: QueueOptions
+
+    @Option(help: ArgumentHelp("Keep outcomes this many seconds.", valueName: "seconds"))
+    var retention: Double = RunCommand.defaultRetention
+
+    func run() throws {
+        let client = try options.client()
+        defer { client.close() }
+        let pruned = try queueOperation { () throws(QueueError) in try client.prune(retention: .milliseconds(Int64(retention * 1000))) }
+        print("pruned \(pruned) outcome(s)")
+    }
+}
+
+/// `xcallback enqueue --queue URL [FILE…]`.
+struct EnqueueCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "enqueue",
+        abstract: "Add request URLs to a queue; prints one request id per accepted line.",
+        discussion: """
+            Reads one request per line from the files, or stdin (-), as `run` does: blank lines and \
+            lines starting with # are skipped. A line KEY<TAB>URL carries an idempotency key: a line \
+            whose key was enqueued before is not added again, and prints the first one's id. An \
+            invalid line is reported on stderr with its line number and skipped; the lines around it \
+            are kept, and the exit status is 1.
+            """)
+
+    static let defaultMaxAttempts = 3
+    static let batchSize = 1_000
+
+    @Option(help: ArgumentHelp("The queue's database: a postgresql:// URL.", valueName: "url"))
+    var queue: String
+
+    @Option(name: .customLong("max-attempts"), help: "Claims a request may take (each after a host stopped before recording its outcome) before it is dead.")
+    var maxAttempts: Int = defaultMaxAttempts
+
+    @Option(name: .customLong("max-line-bytes"), help: "Longest accepted request line.")
+    var maxLineBytes: Int = 65_536
+
+    @Argument(help: ArgumentHelp("Files of request lines (default: stdin; - is stdin).", valueName: "file"))
+    var files: [String] = []
+
+    func validate() throws {
+        if maxAttempts < 1 { throw ValidationError("--max-attempts must be at least 1") }
+    }
+
+    func run() throws {
+        Diagnostics.bootstrap(level: .warning)
+        let location: QueueLocation
+        do { location = try QueueLocation(parsing: queue) } catch { throw Failure.exit(error.message) }
+        let client = QueueClient(location: location, logger: Diagnostics.logger)
+        defer { client.close() }
+        let limits = ParseLimits(maxLineBytes: maxLineBytes)
+        var rejected = 0
+        var batch: [EnqueueLine] = []
+        func flush() throws {
+            guard !batch.isEmpty else { return }
+            let ids = try queueOperation { () throws(QueueError) in try client.enqueue(batch, maxAttempts: maxAttempts) }
+            var out = ""
+            for id in ids { out += "\(id)\n" }
+            FileHandle.standardOutput.write(Data(out.utf8))
+            batch.removeAll(keepingCapacity: true)
+        }
+        for file in files.isEmpty ? ["-"] : files {
+            let name = file == "-" ? "stdin" : file
+            let handle: FileHandle
+            if file == "-" {
+                handle = .standardInput
+            } else {
+                guard let opened = FileHandle(forReadingAtPath: file) else {
+                    throw Failure.exit("cannot read \(file): \(String(cString: strerror(errno)))")
+                }
+                handle = opened
+            }
+            var number = 0
+            for raw in LineSplitter(handle) {
+                number += 1
+                let text = raw.trimmingCharacters(in: .whitespaces)
+                if text.isEmpty || text.hasPrefix("#") { continue }
+                do throws(EnqueueLineError) {
+                    batch.append(try Self.parse(text, limits: limits))
+                } catch {
+                    rejected += 1
+                    Diagnostics.console.write("xcallback: enqueue: \(name):\(number): \(error.message); line skipped\n")
+                    continue
+                }
+                if batch.count >= Self.batchSize { try flush() }
+            }
+        }
+        try flush()
+        if rejected > 0 {
+            throw Failure.exit("enqueue: \(rejected) invalid line(s) skipped; the others were enqueued")
+        }
+    }
+
+    struct EnqueueLineError: Error { let message: String }
+
+    /// `URL` or `KEY<TAB>URL`, checked as the host will parse it.
+    static func parse(_ text: String, limits: ParseLimits) throws(EnqueueLineError) -> EnqueueLine {
+        var key: String?
+        var url = text
+        if let tab = text.firstIndex(of: "\t") {
+            key = String(text[..<tab])
+            url = text[text.index(after: tab)...].trimmingCharacters(in: .whitespaces)
+            if key!.isEmpty { throw EnqueueLineError(message: "empty idempotency key before the tab") }
+        }
+        if url.utf8.count > limits.maxLineBytes {
+            throw EnqueueLineError(message: "line is longer than the limit of \(limits.maxLineBytes) bytes")
+        }
+        do {
+            _ = try RequestURL(parsing: url, limits: limits)
+        } catch {
+            throw EnqueueLineError(message: "invalid URL: \(error.message)")
+        }
+        return EnqueueLine(url: url, key: key)
+    }
+}
+
+/// Lines of a file, read in blocks; LF or CRLF.
+struct LineSplitter: Sequence, IteratorProtocol {
+    let handle: FileHandle
+    private var buffer: [UInt8] = []
+    private var start = 0
+    private var ended = false
+
+    init(_ handle: FileHandle) { self.handle = handle }
+
+    mutating func next() -> String? {
+        while true {
+            if let newline = buffer[start...].firstIndex(of: UInt8(ascii: "\n")) {
+                var end = newline
+                if end > start && buffer[end - 1] == UInt8(ascii: "\r") { end -= 1 }
+                let line = String(decoding: buffer[start..<end], as: UTF8.self)
+                start = newline + 1
+                return line
+            }
+            if ended {
+                guard start < buffer.count else { return nil }
+                let line = String(decoding: buffer[start...], as: UTF8.self)
+                start = buffer.count
+                return line
+            }
+            buffer.removeFirst(start)
+            start = 0
+            let data = handle.readData(ofLength: 1 << 16)
+            if data.isEmpty { ended = true } else { buffer.append(contentsOf: data) }
+        }
+    }
+}
+
+/// `xcallback outcomes --queue URL [--follow] [--since ID]`.
+struct OutcomesCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "outcomes",
+        abstract: "Print a queue's recorded outcomes, in the record formats of `run`.",
+        discussion: """
+            Records come in the order they were recorded. With --since ID, only those recorded after \
+            request ID's; with --follow, new ones as they are recorded, until SIGINT or SIGTERM.
+            """)
+
+    @Option(help: ArgumentHelp("The queue's database: a postgresql:// URL.", valueName: "url"))
+    var queue: String
+
+    @Option(help: ArgumentHelp("Only outcomes recorded after request ID's outcome.", valueName: "id"))
+    var since: Int64?
+
+    @Flag(name: [.short, .long], help: "Keep printing outcomes as they are recorded.")
+    var follow = false
+
+    @Option(help: "Record format: url or jsonl.")
+    var output: OutputFormatArgument = .url
+
+    func run() throws {
+        Diagnostics.bootstrap(level: .warning)
+        signal(SIGPIPE, SIG_IGN)
+        let location: QueueLocation
+        do { location = try QueueLocation(parsing: queue) } catch { throw Failure.exit(error.message) }
+        let client = QueueClient(location: location, logger: Diagnostics.logger)
+        defer { client.close() }
+        var cursor = OutcomeCursor.start
+        if let since {
+            cursor = try queueOperation { () throws(QueueError) in try client.cursor(after: since) }
+        }
+        let format = output.value
+        while true {
+            let page = try queueOperation { () throws(QueueError) in try client.outcomes(after: cursor) }
+            if !page.isEmpty {
+                var bytes: [UInt8] = []
+                for outcome in page { format.write(outcome.record, to: &bytes) }
+                if !writeAll(1, bytes) { return }  // a closed stdout ends it quietly
+                cursor = page.last!.cursor
+            }
+            if page.count == 1_000 { continue }
+            if !follow { return }
+            client.pause(.milliseconds(500))
+        }
+    }
+}
+
+/// Writes all of `bytes`; false when the reader is gone.
+func writeAll(_ descriptor: Int32, _ bytes: [UInt8]) -> Bool {
+    bytes.withUnsafeBytes { buffer in
+        var offset = 0
+        while offset < buffer.count {
+            let written = write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                return false
+            }
+            offset += written
+        }
+        return true
+    }
+}
