@@ -1,0 +1,173 @@
+"""The durable queue's benchmark: enqueue rate, end-to-end rate with one and
+two hosts, and latency from enqueue to recorded outcome, against a real
+PostgreSQL started from Debian's packages in a temporary folder.
+
+    Benchmarks/Queue/run [--requests N] [--paced-rate R] [--seconds S]
+
+Calculator requests, in process (--isolation none), release build. Figures
+are printed and written to Benchmarks/results/queue-latest.json; README.md
+beside this file says what each one means.
+"""
+import argparse
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+
+def sh(args, **kwargs):
+    return subprocess.run(args, check=True, **kwargs)
+
+
+def psql(url, sql):
+    out = subprocess.run(["psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", url, "-c", sql],
+                         check=True, capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+def additions(n, start=0):
+    return "".join(f"calc://x-callback-url/add?lhs={i}&rhs=1\n" for i in range(start, start + n))
+
+
+class Cluster:
+    def __init__(self):
+        self.folder = tempfile.mkdtemp(prefix="xcb-bench-pg-")
+        env = dict(os.environ, XCALLBACK_PG_FSYNC="on")
+        self.url = subprocess.run([ROOT + "/.ci/postgres", "start", self.folder], check=True,
+                                  capture_output=True, text=True, env=env).stdout.strip()
+        self.count = 0
+
+    def database(self, binary):
+        self.count += 1
+        name = f"bench_{self.count}"
+        psql(self.url, f"CREATE DATABASE {name}")
+        url = self.url.replace("/postgres?", f"/{name}?")
+        sh([binary, "queue", "init", url], stdout=subprocess.DEVNULL)
+        return url
+
+    def stop(self):
+        subprocess.run([ROOT + "/.ci/postgres", "stop", self.folder])
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def build():
+    sh(["swift", "build", "-c", "release", "--product", "xcallback"], cwd=ROOT, stdout=subprocess.DEVNULL)
+    sh(["swift", "build", "-c", "release", "--product", "Calculator"], cwd=ROOT, stdout=subprocess.DEVNULL)
+    bin_dir = subprocess.run(["swift", "build", "-c", "release", "--show-bin-path"], cwd=ROOT, check=True,
+                             capture_output=True, text=True).stdout.strip()
+    plugins = tempfile.mkdtemp(prefix="xcb-bench-plugins-")
+    shutil.copy(bin_dir + "/libCalculator.so", plugins)
+    os.chmod(plugins, 0o755)
+    return bin_dir + "/xcallback", plugins
+
+
+def enqueue(binary, url, text):
+    start = time.monotonic()
+    sh([binary, "enqueue", "--queue", url], input=text.encode(), stdout=subprocess.DEVNULL)
+    return time.monotonic() - start
+
+
+def hosts(binary, plugins, url, count):
+    return [subprocess.Popen([binary, "run", "--plugins", plugins, "--isolation", "none", "--queue", url,
+                              "--no-summary"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+            for _ in range(count)]
+
+
+def stop(processes):
+    for p in processes:
+        p.send_signal(signal.SIGTERM)
+    for p in processes:
+        p.wait(timeout=60)
+
+
+def wait_done(url, n, limit=600):
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if int(psql(url, "SELECT count(*) FROM xcallback.outcomes")) >= n:
+            return time.monotonic()
+        time.sleep(0.05)
+    raise SystemExit(f"bench: {n} outcomes not recorded within {limit} s")
+
+
+def end_to_end(binary, plugins, cluster, n, host_count):
+    """Rate through a backlog: n requests enqueued first, then hosts start."""
+    url = cluster.database(binary)
+    enqueue(binary, url, additions(n))
+    start = time.monotonic()
+    running = hosts(binary, plugins, url, host_count)
+    done = wait_done(url, n)
+    stop(running)
+    return n / (done - start)
+
+
+def latency(binary, plugins, cluster, rate, seconds):
+    """p50/p99 from enqueue to recorded outcome, with requests arriving at
+    `rate` a second (in batches of rate/20, every 50 ms)."""
+    url = cluster.database(binary)
+    running = hosts(binary, plugins, url, 1)
+    time.sleep(0.5)
+    batch = max(1, rate // 20)
+    total = 0
+    start = time.monotonic()
+    while time.monotonic() - start < seconds:
+        tick = time.monotonic()
+        sh([binary, "enqueue", "--queue", url], input=additions(batch, total).encode(), stdout=subprocess.DEVNULL)
+        total += batch
+        time.sleep(max(0, 0.05 - (time.monotonic() - tick)))
+    wait_done(url, total)
+    stop(running)
+    row = psql(url, """
+        SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM recorded_at - enqueued_at)) || ' ' ||
+               percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM recorded_at - enqueued_at))
+        FROM xcallback.outcomes""")
+    p50, p99 = (float(x) * 1000 for x in row.split())
+    return total / seconds, p50, p99
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--requests", type=int, default=100_000)
+    parser.add_argument("--paced-rate", type=int, default=2_000)
+    parser.add_argument("--seconds", type=float, default=10)
+    args = parser.parse_args()
+    binary, plugins = build()
+    cluster = Cluster()
+    try:
+        url = cluster.database(binary)
+        enqueue_rate = args.requests / enqueue(binary, url, additions(args.requests))
+        one = end_to_end(binary, plugins, cluster, args.requests, 1)
+        two = end_to_end(binary, plugins, cluster, args.requests, 2)
+        paced, p50, p99 = latency(binary, plugins, cluster, args.paced_rate, args.seconds)
+    finally:
+        cluster.stop()
+        shutil.rmtree(plugins, ignore_errors=True)
+    results = {
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.release()}",
+        "requests": args.requests,
+        "enqueue_per_second": round(enqueue_rate),
+        "end_to_end_one_host_per_second": round(one),
+        "end_to_end_two_hosts_per_second": round(two),
+        "paced_rate_per_second": round(paced),
+        "latency_p50_ms": round(p50, 2),
+        "latency_p99_ms": round(p99, 2),
+    }
+    print(f"enqueue                     {results['enqueue_per_second']:>8} requests/s")
+    print(f"end to end, one host        {results['end_to_end_one_host_per_second']:>8} requests/s  (target 5,000)")
+    print(f"end to end, two hosts       {results['end_to_end_two_hosts_per_second']:>8} requests/s")
+    print(f"enqueue -> recorded, at {results['paced_rate_per_second']}/s: p50 {results['latency_p50_ms']} ms, p99 {results['latency_p99_ms']} ms")
+    os.makedirs(ROOT + "/Benchmarks/results", exist_ok=True)
+    with open(ROOT + "/Benchmarks/results/queue-latest.json", "w") as f:
+        json.dump(results, f, indent=2)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()

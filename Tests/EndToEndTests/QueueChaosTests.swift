@@ -1,0 +1,96 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Three hosts consume one queue while a driver SIGKILLs a random host every
+/// few seconds and starts it again, and terminates every host's database
+/// connections twice. At the end every request has exactly one recorded
+/// outcome: none lost, none recorded twice.
+///
+/// 50,000 requests by default; XCALLBACK_QUEUE_CHAOS_REQUESTS sets another
+/// count and XCALLBACK_QUEUE_CHAOS_SEED replays a run's kill plan.
+@Suite("Durable queue under chaos", .enabled(if: TestPostgres.shouldRun, "\(TestPostgres.unavailableReason ?? "")"),
+       .scaledTimeLimit(minutes: 10))
+struct QueueChaosTests {
+    @Test("three hosts, SIGKILLs and terminated connections: every request has exactly one recorded outcome")
+    func chaos() throws {
+        let environment = ProcessInfo.processInfo.environment
+        let count = environment["XCALLBACK_QUEUE_CHAOS_REQUESTS"].flatMap(Int.init) ?? 50_000
+        let seed = environment["XCALLBACK_QUEUE_CHAOS_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 1...UInt64.max)
+        var random = SplitMix64(seed: seed)
+        let queue = try TestPostgres.initializedDatabase()
+        let fixture = try HostFixture(isolation: "process")
+
+        // About 1 in 200 crashes its worker and 1 in 500 hangs past the
+        // deadline; the rest are Calculator additions.
+        var lines: [String] = []
+        for index in 0..<count {
+            switch index % 1_000 {
+            case 17, 217, 417, 617, 817: lines.append("faulty://x-callback-url/crash?n=\(index)")
+            case 99, 599: lines.append("faulty://x-callback-url/hang?n=\(index)")
+            default: lines.append("calc://x-callback-url/add?lhs=\(index)&rhs=1")
+            }
+        }
+        let enqueued = try xcallback(["enqueue", "--queue", queue, "--max-attempts", "5"], lines: lines, timeout: 300)
+        try #require(enqueued.status == .exited(0), "\(enqueued.stderr)")
+        try #require(enqueued.lines.count == count)
+
+        let hostArguments = ["--queue", queue, "--lease", "2", "--timeout", "1", "--grace-period", "1"]
+        func startHost() throws -> ChildProcess { try fixture.start(hostArguments, stdin: .null) }
+        var hosts = [try startHost(), try startHost(), try startHost()]
+        var retired: [ChildProcess] = []
+        var kills = 0, terminations = 0
+        let started = Date()
+        let limit = Date(timeIntervalSinceNow: TestTiming.scaled(480))
+        var done = 0.0
+        while Date() < limit {
+            done = try QueueTests.status(queue)["done"]! + QueueTests.status(queue)["dead"]!
+            if done >= Double(count) { break }
+            // Every 2 to 4 seconds: kill a random host, start it again.
+            usleep(UInt32(2_000_000 + random.next() % 2_000_000))
+            let victim = Int(random.next() % UInt64(hosts.count))
+            kill(hosts[victim].pid, SIGKILL)
+            _ = hosts[victim].waitForExit(timeout: 10)
+            retired.append(hosts[victim])
+            hosts[victim] = try startHost()
+            kills += 1
+            if kills == 2 || kills == 5 {
+                _ = try TestPostgres.psql(queue, """
+                    SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+                    WHERE application_name LIKE 'xcallback host%'
+                    """)
+                terminations += 1
+            }
+        }
+        for host in hosts { host.send(signal: SIGTERM) }
+        for host in hosts { #expect(host.waitForExit(timeout: 60) == .exited(0), "\(host.stderr.suffix(2_000))") }
+        let seconds = Date().timeIntervalSince(started)
+
+        let figures = try TestPostgres.psql(queue, """
+            SELECT count(*) || ' ' || count(DISTINCT request_id) || ' ' || coalesce(sum(attempts - 1), 0) || ' '
+                   || count(*) FILTER (WHERE dead) || ' ' || (SELECT count(*) FROM xcallback.requests)
+                   || ' ' || count(*) FILTER (WHERE outcome = 'success')
+            FROM xcallback.outcomes
+            """).split(separator: " ").map { Int($0)! }
+        let (outcomes, distinct, reExecutions, dead, left, succeeded) = (figures[0], figures[1], figures[2], figures[3], figures[4], figures[5])
+        let ids = Set(enqueued.lines.map { Int($0)! })
+        let recordedIDs = Set(try TestPostgres.psql(queue, "SELECT request_id FROM xcallback.outcomes")
+            .split(separator: "\n").map { Int($0)! })
+        print("""
+            queue chaos (seed \(seed)): \(count) requests, \(outcomes) outcomes (\(succeeded) successes), \
+            \(reExecutions) re-executions, \(dead) dead, \(left) left in the queue; \(kills) SIGKILLs, \
+            \(terminations) connection terminations, \(String(format: "%.1f", seconds)) s
+            """)
+        #expect(outcomes == count, "seed \(seed)")
+        #expect(distinct == count, "seed \(seed)")
+        #expect(left == 0, "seed \(seed)")
+        #expect(recordedIDs == ids, "seed \(seed)")
+        #expect(kills >= 2 && terminations >= 1, "the run ended before the chaos began (seed \(seed))")
+        // Host stdout: each record is written only by the host that recorded it.
+        let written = (retired + hosts).map(\.stdoutLines.count).reduce(0, +)
+        #expect(written <= count)
+    }
+}

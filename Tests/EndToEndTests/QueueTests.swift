@@ -1,0 +1,227 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The durable queue end to end: the built binary against a real PostgreSQL
+/// (TestPostgres). Hosts run with short leases so that a host's death is
+/// noticed within seconds.
+@Suite("Durable queue on PostgreSQL", .enabled(if: TestPostgres.shouldRun, "\(TestPostgres.unavailableReason ?? "")"),
+       .scaledTimeLimit(minutes: 3))
+struct QueueTests {
+    /// `count` Calculator additions: request i adds i and 1.
+    static func additions(_ count: Int, from start: Int = 0) -> [String] {
+        (start..<(start + count)).map { "calc://x-callback-url/add?lhs=\($0)&rhs=1" }
+    }
+
+    /// A host consuming `queue` with these plug-ins.
+    static func startHost(_ fixture: HostFixture, _ queue: String, _ extra: [String] = []) throws -> ChildProcess {
+        try fixture.start(["--queue", queue, "--lease", "2", "--log-level", "info"] + extra, stdin: .null)
+    }
+
+    static func enqueue(_ queue: String, _ lines: [String], _ extra: [String] = []) throws -> RunResult {
+        try xcallback(["enqueue", "--queue", queue] + extra, lines: lines, timeout: 60)
+    }
+
+    static func status(_ queue: String) throws -> [String: Double] {
+        let result = try xcallback(["queue", "status", queue, "--json"])
+        guard result.status == .exited(0),
+              let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Double]
+        else { throw HarnessError("queue status failed: \(result.stderr)") }
+        return object
+    }
+
+    @Test("queue init creates the schema once; a second init, even at the same time as a third, changes nothing")
+    func initIsIdempotent() throws {
+        let queue = try TestPostgres.database()
+        let first = try ChildProcess(["queue", "init", queue])
+        let second = try ChildProcess(["queue", "init", queue])
+        #expect(first.waitForExit(timeout: 60) == .exited(0), "\(first.stderr)")
+        #expect(second.waitForExit(timeout: 60) == .exited(0), "\(second.stderr)")
+        let outputs = [first.stdout, second.stdout]
+        #expect(outputs.filter { $0.contains("applied 1") }.count == 1, "\(outputs)")
+        let again = try xcallback(["queue", "init", queue])
+        #expect(again.status == .exited(0))
+        #expect(again.stdout.contains("up to date"))
+        #expect(try Self.status(queue) == ["ready": 0, "leased": 0, "done": 0, "dead": 0, "oldest_ready_seconds": 0, "hosts": 0])
+    }
+
+    @Test("a queue that was never initialised is an error that says how to create it")
+    func uninitialised() throws {
+        let queue = try TestPostgres.database()
+        let result = try Self.enqueue(queue, Self.additions(1))
+        #expect(result.status == .exited(1))
+        #expect(result.stderr.contains("xcallback queue init"), "\(result.stderr)")
+    }
+
+    @Test("enqueue prints one id per line; an invalid line is reported by number and the lines around it are kept")
+    func enqueueKeepsValidLines() throws {
+        let queue = try TestPostgres.initializedDatabase()
+        let lines = ["calc://x-callback-url/add?lhs=1&rhs=2", "# a comment", "", "not a url",
+                     "calc://x-callback-url/add?lhs=3&rhs=4"]
+        let result = try Self.enqueue(queue, lines)
+        #expect(result.status == .exited(1))
+        #expect(result.lines.count == 2)
+        #expect(result.lines.allSatisfy { Int($0) != nil })
+        #expect(result.stderr.contains("stdin:4: invalid URL"), "\(result.stderr)")
+        #expect(try Self.status(queue)["ready"] == 2)
+    }
+
+    @Test("a line KEY<TAB>URL is enqueued once per key: a re-sent line prints the first id and adds nothing")
+    func idempotencyKeys() throws {
+        let queue = try TestPostgres.initializedDatabase()
+        let first = try Self.enqueue(queue, ["order-1\tcalc://x-callback-url/add?lhs=1&rhs=1",
+                                             "order-2\tcalc://x-callback-url/add?lhs=2&rhs=2",
+                                             "order-1\tcalc://x-callback-url/add?lhs=9&rhs=9"])
+        #expect(first.status == .exited(0), "\(first.stderr)")
+        #expect(first.lines.count == 3)
+        #expect(first.lines[0] == first.lines[2])
+        let again = try Self.enqueue(queue, ["order-2\tcalc://x-callback-url/add?lhs=2&rhs=2"])
+        #expect(again.lines == [first.lines[1]])
+        #expect(try Self.status(queue)["ready"] == 2)
+    }
+
+    @Test("two hosts consume one queue: every request has exactly one recorded outcome, written by the host that recorded it",
+          arguments: ["none", "process"])
+    func twoHostsShareAQueue(isolation: String) throws {
+        let queue = try TestPostgres.initializedDatabase()
+        let fixture = try HostFixture(isolation: isolation)
+        let count = 3_000
+        let enqueued = try Self.enqueue(queue, Self.additions(count))
+        #expect(enqueued.status == .exited(0), "\(enqueued.stderr)")
+        let hosts = [try Self.startHost(fixture, queue), try Self.startHost(fixture, queue)]
+        let deadline = Date(timeIntervalSinceNow: TestTiming.scaled(90))
+        while hosts.map(\.stdoutLines.count).reduce(0, +) < count && Date() < deadline {
+            _ = hosts[0].waitForStdoutLines(count, timeout: 0.2)
+        }
+        for host in hosts { host.send(signal: SIGTERM) }
+        for host in hosts { #expect(host.waitForExit(timeout: 30) == .exited(0), "\(host.stderr)") }
+        let written = hosts.flatMap(\.stdoutLines)
+        #expect(written.count == count, "\(hosts.map(\.stderr))")
+        #expect(Set(written) == Set((0..<count).map { "success?result=\($0 + 1)" }))
+
+        let recorded = try xcallback(["outcomes", "--queue", queue])
+        #expect(recorded.lines.count == count)
+        #expect(recorded.lines.sorted() == written.sorted())
+        let status = try Self.status(queue)
+        #expect(status["done"] == Double(count) && status["ready"] == 0 && status["leased"] == 0 && status["hosts"] == 0)
+    }
+
+    @Test("outcomes --since ID prints only later records; --follow prints new ones as they are recorded; jsonl has the input")
+    func outcomesFollow() throws {
+        let queue = try TestPostgres.initializedDatabase()
+        let fixture = try HostFixture()
+        let host = try Self.startHost(fixture, queue)
+        let firstIDs = try Self.enqueue(queue, Self.additions(3)).lines
+        #expect(host.waitForStdoutLines(3, timeout: 30))
+        let follower = try ChildProcess(["outcomes", "--queue", queue, "--follow", "--since", firstIDs[0], "--output", "jsonl"])
+        #expect(follower.waitForStdoutLines(2, timeout: 30))
+        _ = try Self.enqueue(queue, ["calc://x-callback-url/add?lhs=100&rhs=1"])
+        #expect(follower.waitForStdoutLines(3, timeout: 30), "\(follower.stderr)")
+        follower.send(signal: SIGTERM)
+        _ = follower.waitForExit(timeout: 10)
+        host.send(signal: SIGTERM)
+        #expect(host.waitForExit(timeout: 30) == .exited(0))
+        let records = follower.stdoutLines
+        #expect(records.count == 3)
+        #expect(records.last?.contains(#""input":"calc://x-callback-url/add?lhs=100&rhs=1""#) == true, "\(records)")
+        #expect(records.last?.contains(#""result":"101""#) == true)
+        #expect(!records.contains { $0.contains("lhs=0&") })
+    }
+
+    @Test("a database that cannot be reached at start is a clear error, non-zero, and never shows the password")
+    func unreachableDatabase() throws {
+        let fixture = try HostFixture()
+        let url = "postgresql://someone:s3cret-pw@/nowhere?host=\(fixture.scratch.path)/no-such-folder"
+        let run = try xcallback(fixture.runPrefix + ["--queue", url], timeout: 30)
+        #expect(run.status == .exited(1))
+        #expect(run.stderr.contains("cannot use the queue at postgresql://someone@"), "\(run.stderr)")
+        #expect(!run.stderr.contains("s3cret"))
+        let enqueue = try Self.enqueue(url, Self.additions(1))
+        #expect(enqueue.status == .exited(1))
+        #expect(!enqueue.stderr.contains("s3cret"), "\(enqueue.stderr)")
+    }
+
+    @Test("a request whose host dies every time ends dead after its attempts, with an Abandoned outcome; retry re-queues it")
+    func deadAfterAttempts() throws {
+        let queue = try TestPostgres.initializedDatabase()
+        let fixture = try HostFixture()  // in-process: the crash takes the host down
+        let id = try Self.enqueue(queue, ["faulty://x-callback-url/crash?x-error=app://failed"], ["--max-attempts", "2"]).lines
+        #expect(id.count == 1)
+        for attempt in 1...2 {
+            let host = try Self.startHost(fixture, queue, ["--lease", "1"])
+            let status = host.waitForExit(timeout: 30)
+            #expect(status != .exited(0), "attempt \(attempt): \(host.stderr)")
+        }
+        // A third host finds the second's lease run out: the request is dead.
+        let survivor = try Self.startHost(fixture, queue, ["--lease", "1"])
+        #expect(survivor.waitForStderr(containing: "ran out of attempts", timeout: 30), "\(survivor.stderr)")
+        survivor.send(signal: SIGTERM)
+        #expect(survivor.waitForExit(timeout: 30) == .exited(0))
+        let dead = try xcallback(["queue", "dead", queue])
+        #expect(dead.lines == ["\(id[0])\t2\tfaulty://x-callback-url/crash?x-error=app://failed"])
+        let outcomes = try xcallback(["outcomes", "--queue", queue])
+        #expect(outcomes.lines.count == 1)
+        #expect(outcomes.lines.first?.hasPrefix("app://failed?errorCode=Abandoned&errorMessage=no%20outcome%20after%202%20attempt") == true,
+                "\(outcomes.lines)")
+        let retried = try xcallback(["queue", "retry", queue, id[0]])
+        #expect(retried.lines == [id[0]])
+        #expect(try Self.status(queue)["ready"] == 1)
+        #expect(try Self.status(queue)["dead"] == 0)
+    }
+
+    @Test("a host that lost its lease cannot record: the request runs again elsewhere and has one outcome")
+    func fencedHostCannotRecord() throws {
+        let queue = try TestPostgres.initializedDatabase()
+        let fixture = try HostFixture(isolation: "process")
+        _ = try Self.enqueue(queue, ["faulty://x-callback-url/sleep?ms=2500"])
+        let slow = try Self.startHost(fixture, queue, ["--lease", "1"])
+        #expect(slow.waitForStderr(containing: "consuming", timeout: 30))
+        // Wait until it holds the request, then freeze it past its lease.
+        let deadline = Date(timeIntervalSinceNow: TestTiming.scaled(30))
+        while try Self.status(queue)["leased"] != 1 && Date() < deadline { usleep(20_000) }
+        kill(slow.pid, SIGSTOP)
+        let other = try Self.startHost(fixture, queue, ["--lease", "1"])
+        #expect(other.waitForStdoutLines(1, timeout: 60), "\(other.stderr)")
+        kill(slow.pid, SIGCONT)
+        #expect(slow.waitForStderr(containing: "not recorded", timeout: 30), "\(slow.stderr)")
+        for host in [slow, other] { host.send(signal: SIGTERM) }
+        for host in [slow, other] { #expect(host.waitForExit(timeout: 30) == .exited(0), "\(host.stderr)") }
+        #expect(slow.stdoutLines.isEmpty)
+        let outcomes = try xcallback(["outcomes", "--queue", queue, "--output", "jsonl"])
+        #expect(outcomes.lines.count == 1)
+        #expect(try Self.status(queue)["done"] == 1)
+    }
+
+    @Test("connections terminated by the server mid-run: the host reconnects, and no request is lost or recorded twice")
+    func reconnects() throws {
+        let queue = try TestPostgres.initializedDatabase()
+        let fixture = try HostFixture()
+        let count = 20_000
+        let enqueued = try Self.enqueue(queue, Self.additions(count))
+        #expect(enqueued.lines.count == count, "\(enqueued.stderr)")
+        let host = try Self.startHost(fixture, queue, ["--batch-size", "64"])
+        #expect(host.waitForStdoutLines(2_000, timeout: 60))
+        for round in 1...2 {
+            let cut = try TestPostgres.psql(queue, """
+                SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+                WHERE application_name LIKE 'xcallback host%'
+                """)
+            #expect(Int(cut) ?? 0 >= 3, "round \(round): cut \(cut) connections")
+            _ = host.waitForStdoutLines(host.stdoutLines.count + 1_000, timeout: 30)
+        }
+        let deadline = Date(timeIntervalSinceNow: TestTiming.scaled(120))
+        while try Self.status(queue)["done"]! < Double(count) && Date() < deadline {
+            _ = host.waitForStdoutLines(count, timeout: 0.5)
+        }
+        host.send(signal: SIGTERM)
+        #expect(host.waitForExit(timeout: 30) == .exited(0), "\(host.stderr)")
+        #expect(host.stderr.contains("reconnecting"), "the test did not cut a connection")
+        let outcomes = try xcallback(["outcomes", "--queue", queue], timeout: 60)
+        #expect(outcomes.lines.count == count)
+        #expect(Set(outcomes.lines).count == count)
+        #expect(host.stdoutLines.count <= count)
+    }
+}

@@ -1,0 +1,96 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The PostgreSQL server the queue tests use: real, from Debian's packages,
+/// started once per test process by `.ci/postgres` in a temporary folder
+/// (a Unix socket there, no TCP port) and stopped when the process exits.
+/// Each test gets a database of its own. `XCALLBACK_TEST_POSTGRES` (a
+/// postgresql:// URL of a role that may create databases) names another
+/// server instead.
+///
+/// Where there is no server the tests are skipped with a message, except
+/// under CI (`CI` set), where they must run: there they fail instead.
+enum TestPostgres {
+    static let repository: String = {
+        var path = URL(fileURLWithPath: #filePath)
+        for _ in 0..<3 { path.deleteLastPathComponent() }
+        return path.path
+    }()
+
+    /// Why the tests cannot run here, or nil when they can.
+    static var unavailableReason: String? {
+        if ProcessInfo.processInfo.environment["XCALLBACK_TEST_POSTGRES"] != nil { return nil }
+        let versions = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
+        if versions.contains(where: { FileManager.default.isExecutableFile(atPath: "/usr/lib/postgresql/\($0)/bin/initdb") }) {
+            return nil
+        }
+        return "no PostgreSQL server here: install it (apt-get install postgresql) and the queue tests start their own in a temporary folder, or set XCALLBACK_TEST_POSTGRES to a postgresql:// URL"
+    }
+
+    /// Whether the queue tests run: always under CI, where a missing server is a failure.
+    static var shouldRun: Bool {
+        unavailableReason == nil || ProcessInfo.processInfo.environment["CI"] != nil
+    }
+
+    private static let server: Result<String, HarnessError> = {
+        if let url = ProcessInfo.processInfo.environment["XCALLBACK_TEST_POSTGRES"] { return .success(url) }
+        if let reason = unavailableReason { return .failure(HarnessError(reason)) }
+        var template = Array("/tmp/xcb-pg-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { return .failure(HarnessError("mkdtemp failed")) }
+        folder = String(cString: made)
+        let start = try? ChildProcess([repository + "/.ci/postgres", "start", folder!], executable: "/usr/bin/env")
+        guard let start, start.waitForExit(timeout: 120) == .exited(0) else {
+            return .failure(HarnessError("could not start PostgreSQL: \(start?.stderr ?? "")"))
+        }
+        atexit {
+            if let folder = TestPostgres.folder {
+                let stop = try? ChildProcess([TestPostgres.repository + "/.ci/postgres", "stop", folder],
+                                             executable: "/usr/bin/env")
+                _ = stop?.waitForExit(timeout: 60)
+                try? FileManager.default.removeItem(atPath: folder)
+            }
+        }
+        return .success(start.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+    }()
+
+    nonisolated(unsafe) private static var folder: String?
+    private static let counter = NSLock()
+    nonisolated(unsafe) private static var databases = 0
+
+    /// The server's URL (its `postgres` database).
+    static func serverURL() throws -> String { try server.get() }
+
+    /// A new, empty database; returns its queue URL.
+    static func database() throws -> String {
+        let url = try serverURL()
+        let name = counter.withLock { () -> String in
+            databases += 1
+            return "xcb_\(getpid())_\(databases)"
+        }
+        try psql(url, "CREATE DATABASE \(name)")
+        return url.replacingOccurrences(of: "/postgres?", with: "/\(name)?")
+    }
+
+    /// Runs SQL with psql; returns its unaligned, tuples-only output.
+    @discardableResult
+    static func psql(_ url: String, _ sql: String) throws -> String {
+        let child = try ChildProcess(["psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", url, "-c", sql],
+                                     executable: "/usr/bin/env")
+        guard child.waitForExit(timeout: 60) == .exited(0) else {
+            throw HarnessError("psql failed for \(sql): \(child.stderr)")
+        }
+        return child.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// `xcallback queue init URL`, which must succeed.
+    static func initializedDatabase() throws -> String {
+        let url = try database()
+        let result = try xcallback(["queue", "init", url])
+        guard result.status == .exited(0) else { throw HarnessError("queue init failed: \(result.stderr)") }
+        return url
+    }
+}
