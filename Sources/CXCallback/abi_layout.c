@@ -19,5 +19,5 @@ _Static_assert(offsetof(xcallback_host_api, register_function) == 8 + 16 * sizeo
                "host API: 1.1 appends register_function after every 1.0 function");
 _Static_assert(offsetof(xcallback_host_api, request_route) == 8 + 17 * sizeof(void *),
                "host API: 1.2 appends its accessors after 1.1's register_function");
-_Static_assert(sizeof(xcallback_host_api) == 8 + 22 * sizeof(void *),
-               "host API: 1.2 ends after request_id");
+_Static_assert(sizeof(xcallback_host_api) == 8 + 23 * sizeof(void *),
+               "host API: 1.2 ends after request_attempt");

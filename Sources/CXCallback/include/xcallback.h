@@ -30,7 +30,8 @@
  *
  *   1.0  registration, request accessors, completion, log
  *   1.1  register_function: typed function actions called through libffi
- *   1.2  request_route, request_argument_count/_name/_value, request_id
+ *   1.2  request_route, request_argument_count/_name/_value, request_id,
+ *        request_attempt
  *
  * A plug-in built against 1.0 loads into a 1.1 host unchanged. XCALLBACK_PLUGIN
  * stamps the descriptor with the header's minor (1.1 here), which a 1.0 host
@@ -307,6 +308,13 @@ typedef struct xcallback_host_api {
      *  never 0, and the number its log lines about the request carry. A
      *  plug-in that must not act twice on one request may key on it. */
     uint64_t (*request_id)(const xcallback_request *request);
+    /** The attempt this is at running the request: 1 for a request read from a stream
+     *  (stdin, FIFO, socket); from a durable queue (`xcallback run --queue`), 1 the first
+     *  time a host claims it and one more each time another claim follows a host that
+     *  stopped before recording an outcome. With request_id (which, from a queue, is the
+     *  queue's request id, the same on every attempt and every host) a plug-in that must
+     *  not act twice can de-duplicate. */
+    uint32_t (*request_attempt)(const xcallback_request *request);
 
     /* Functions added in later minors are appended here, never above. */
 } xcallback_host_api;

@@ -46,6 +46,7 @@ public enum ABILayout {
             api("log", \.log), api("register_function", \.register_function), api("request_route", \.request_route),
             api("request_argument_count", \.request_argument_count), api("request_argument_name", \.request_argument_name),
             api("request_argument_value", \.request_argument_value), api("request_id", \.request_id),
+            api("request_attempt", \.request_attempt),
         ]
     }
 }

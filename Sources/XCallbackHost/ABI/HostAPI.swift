@@ -106,6 +106,7 @@ enum HostAPI {
             NativeRequest.borrow(request) { $0.argumentValue(at: Int(index)) }
         }
         api.request_id = { NativeRequest.borrow($0) { $0.id } ?? 0 }
+        api.request_attempt = { NativeRequest.borrow($0) { $0.attempt } ?? 0 }
 
         api.reply_success = { reply, params, count in
             // The fast lane keeps the answer as bytes, when it is its call.

@@ -11,15 +11,20 @@ public struct RequestFields: Sendable, Equatable {
     public var arguments: [QueryParameter]
     /// The host's number for the request (`request_id`; 0: none given).
     public var id: UInt64
+    /// Which attempt at running the request this is (`request_attempt`):
+    /// 1 unless a durable queue hands out a request a host left unfinished.
+    public var attempt: UInt32
 
     public init(url: String, scheme: String, source: String?,
-                parameters: [QueryParameter], arguments: [QueryParameter], id: UInt64 = 0) {
+                parameters: [QueryParameter], arguments: [QueryParameter], id: UInt64 = 0,
+                attempt: UInt32 = 1) {
         self.url = url
         self.scheme = scheme
         self.source = source
         self.parameters = parameters
         self.arguments = arguments
         self.id = id
+        self.attempt = attempt
     }
 }
 
@@ -54,6 +59,8 @@ final class NativeRequest: @unchecked Sendable {
     @exclusivity(unchecked) private(set) var fields: RequestFields?
     /// The host's number for the request (`request_id`).
     @exclusivity(unchecked) private(set) var id: UInt64 = 0
+    /// Which attempt at running the request this is (`request_attempt`).
+    @exclusivity(unchecked) private(set) var attempt: UInt32 = 1
     /// The pattern of the route that matched, as registered.
     @exclusivity(unchecked) private(set) var routeText: String
 
@@ -82,6 +89,7 @@ final class NativeRequest: @unchecked Sendable {
     func refill(_ fields: RequestFields, route: String) {
         self.fields = fields
         self.id = fields.id
+        self.attempt = fields.attempt
         self.routeText = route
         var size = fields.url.utf8.count + fields.scheme.utf8.count + route.utf8.count + 3
         size += (fields.source?.utf8.count ?? 0) + 1
@@ -186,8 +194,12 @@ final class NativeRequest: @unchecked Sendable {
         return true
     }
 
-    /// Sets the host's number for the request, once the fast lane takes it.
-    func assign(id: UInt64) { self.id = id }
+    /// Sets the host's number for the request and its attempt, once the
+    /// fast lane takes it (both are set on every refill, so none carries over).
+    func assign(id: UInt64, attempt: UInt32 = 1) {
+        self.id = id
+        self.attempt = attempt
+    }
 
     /// Copies `text` and a NUL to `storage + at`; returns the offset after the NUL.
     @inline(__always)
