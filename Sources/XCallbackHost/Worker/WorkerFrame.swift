@@ -27,7 +27,8 @@ enum WorkerFrame: Equatable, Sendable {
     /// Host → worker: finish and exit.
     case shutdown
 
-    static let protocolVersion: UInt32 = 2
+    /// 3: a request frame carries the request's attempt after its id.
+    static let protocolVersion: UInt32 = 3
     /// Frames larger than this are a protocol error, not an allocation.
     static let maxPayload = 16 * 1024 * 1024
 
@@ -80,6 +81,7 @@ enum WorkerFrame: Equatable, Sendable {
             writer.pairs(fields.parameters)
             writer.pairs(fields.arguments)
             writer.u64(fields.id)
+            writer.u32(fields.attempt)
         case .result(let id, let result):
             writer.output[start + 4] = Kind.result.rawValue
             writer.u64(id)
@@ -159,11 +161,12 @@ enum WorkerFrame: Equatable, Sendable {
         case .request:
             guard let id = reader.u64(), let handler = reader.u32(), let url = reader.string(),
                   let scheme = reader.string(), let hasSource = reader.u8(), let source = reader.string(),
-                  let parameters = reader.pairs(), let arguments = reader.pairs(), let requestID = reader.u64()
+                  let parameters = reader.pairs(), let arguments = reader.pairs(), let requestID = reader.u64(),
+                  let attempt = reader.u32()
             else { return nil }
             frame = .request(id: id, handler: handler, fields: RequestFields(
                 url: url, scheme: scheme, source: hasSource == 0 ? nil : source,
-                parameters: parameters, arguments: arguments, id: requestID))
+                parameters: parameters, arguments: arguments, id: requestID, attempt: attempt))
         case .result:
             guard let id = reader.u64(), let code = reader.u8(), let parameters = reader.pairs() else { return nil }
             switch code {
