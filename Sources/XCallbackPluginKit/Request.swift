@@ -10,9 +10,9 @@ public struct Request: Sendable {
 
     public init(url: String, scheme: String, source: String? = nil,
                 parameters: QueryParameters = [], arguments: [String: String] = [:],
-                route: String = "", id: UInt64 = 0) {
+                route: String = "", id: UInt64 = 0, attempt: UInt32 = 1) {
         storage = RequestStorage(Fields(url: url, scheme: scheme, source: source, parameters: parameters,
-                                        arguments: arguments, route: route, id: id))
+                                        arguments: arguments, route: route, id: id, attempt: attempt))
     }
 
     /// A view of the host's request for the length of a handler call.
@@ -62,6 +62,14 @@ public struct Request: Sendable {
     public var id: UInt64 {
         get { storage.read({ $0.id }, { $0.id }) }
         set { mutate { $0.id = newValue } }
+    }
+    /// Which attempt at running this request this is: 1, or more when a
+    /// durable queue hands out again a request a host stopped before
+    /// finishing (1 from a host whose table has no `request_attempt`).
+    /// With `id`, what a handler that must not act twice keys on.
+    public var attempt: UInt32 {
+        get { storage.read({ $0.attempt }, { $0.attempt }) }
+        set { mutate { $0.attempt = newValue } }
     }
 
     /// A required parameter converted to `T`; a missing or malformed value
@@ -135,6 +143,7 @@ struct Fields: Sendable {
     var arguments: [String: String]
     var route: String
     var id: UInt64
+    var attempt: UInt32
 }
 
 /// The host's request behind a borrowed `Request`, read through the API table.
@@ -154,6 +163,13 @@ struct HostRequest: @unchecked Sendable {
     private var introspects: Bool { api.pointee.abi_minor >= 2 }
     var route: String { introspects ? Self.text(api.pointee.request_route(request)) ?? "" : "" }
     var id: UInt64 { introspects ? api.pointee.request_id(request) : 0 }
+    /// `request_attempt` came late in ABI 1.2, after the table had grown
+    /// once already: whether it is there is the table's size, not its minor.
+    var attempt: UInt32 {
+        Int(api.pointee.api_size) >= Self.attemptEnd ? api.pointee.request_attempt(request) : 1
+    }
+    private static let attemptEnd = MemoryLayout<xcallback_host_api>.offset(of: \.request_attempt)!
+        + MemoryLayout<UnsafeRawPointer>.size
 
     /// The first value of `name`, by the host's own lookup.
     func firstValue(_ name: String) -> String? {
@@ -180,7 +196,7 @@ struct HostRequest: @unchecked Sendable {
             if let value = Self.text(table.request_argument(request, name)) { arguments[name] = value }
         }
         return Fields(url: url, scheme: scheme, source: source, parameters: QueryParameters(parameters),
-                      arguments: arguments, route: route, id: id)
+                      arguments: arguments, route: route, id: id, attempt: attempt)
     }
 }
 

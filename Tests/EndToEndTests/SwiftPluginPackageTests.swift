@@ -47,7 +47,7 @@ struct SwiftPluginPackageTests {
                 "success?greeting=Hello%2C%20Grace%21",
                 // A thrown error that is not a PluginError: the type's name, the plug-in's domain.
                 "error?errorCode=EmptyName&errorMessage=the%20name%20is%20empty&errorDomain=greeter",
-                "success?route=greeter%3A%2F%2Fx-callback-url%2Fwhoami&numbered=yes",
+                "success?route=greeter%3A%2F%2Fx-callback-url%2Fwhoami&numbered=yes&attempt=1",
             ], "\(isolation)")
         }
         let check = try xcallback(["check", plugins + "/libGreeter.so"])

@@ -1,3 +1,4 @@
+import CXCallback
 import Testing
 @testable import XCallbackHost
 @testable import XCallbackPluginKit
@@ -12,7 +13,7 @@ struct KitRequestTests {
         NativeRequest(RequestFields(
             url: "calc://x-callback-url/add?lhs=1&rhs=2.5&text=caf%C3%A9", scheme: "calc", source: "Shortcuts",
             parameters: [QueryParameter("lhs", "1"), QueryParameter("rhs", "2.5"), QueryParameter("text", "café")],
-            arguments: [], id: 42), route: "calc://x-callback-url/add")
+            arguments: [], id: 42, attempt: 3), route: "calc://x-callback-url/add")
     }
 
     @Test("typed parameters and fields read while borrowed")
@@ -25,7 +26,7 @@ struct KitRequestTests {
         #expect(throws: ParameterError.self) { try request.parameter("text", as: Double.self) }
         #expect(request.url == "calc://x-callback-url/add?lhs=1&rhs=2.5&text=caf%C3%A9")
         #expect(request.scheme == "calc" && request.source == "Shortcuts")
-        #expect(request.route == "calc://x-callback-url/add" && request.id == 42)
+        #expect(request.route == "calc://x-callback-url/add" && request.id == 42 && request.attempt == 3)
         #expect(request.parameters.map(\.name) == ["lhs", "rhs", "text"])
         request.endBorrow()
         withExtendedLifetime(native) {}
@@ -41,6 +42,22 @@ struct KitRequestTests {
         #expect(kept.url == "calc://x-callback-url/add?lhs=1&rhs=2.5&text=caf%C3%A9")
         #expect(try kept.parameter("text", as: String.self) == "café")
         #expect(kept.source == "Shortcuts" && kept.route == "calc://x-callback-url/add" && kept.id == 42)
+        #expect(kept.attempt == 3)
+    }
+
+    @Test("a host table that ends before request_attempt reads attempt 1, and id as before")
+    func attemptFromAnOlderTable() {
+        let native = hostRequest()
+        // The 1.2 table as it was before request_attempt was appended.
+        var older = HostAPI.table.pointee
+        older.api_size = UInt32(MemoryLayout<xcallback_host_api>.offset(of: \.request_attempt)!)
+        older.request_attempt = nil
+        withUnsafePointer(to: &older) { table in
+            var request = Request(borrowing: native.opaque, api: table, argumentNames: [])
+            #expect(request.attempt == 1 && request.id == 42)
+            request.endBorrow()
+        }
+        withExtendedLifetime(native) {}
     }
 
     @Test("a changed copy keeps its change; the original is untouched")

@@ -2,7 +2,7 @@ import XCallbackPluginKit
 
 /// greeter://x-callback-url/greet?name=Ada  ->  success?greeting=Hello%2C%20Ada%21
 /// greeter://people/:name                    ->  the same, the name from the path
-/// greeter://x-callback-url/whoami            ->  success?route=…&numbered=yes
+/// greeter://x-callback-url/whoami            ->  success?route=…&numbered=yes&attempt=1
 let greeter = Plugin(
     name: "greeter", version: "1.0.0",
     summary: "Greets people: greeter://x-callback-url/greet?name="
@@ -14,9 +14,11 @@ let greeter = Plugin(
         try greet(request.argument("name", as: String.self))
     }
     // What the kit tells a handler about its request: the route that
-    // matched and the host's number for it (the one its log lines carry).
+    // matched, the host's number for it (the one its log lines carry) and
+    // which attempt at it this is (1 unless a queue hands it out again).
     routes.action("greeter", "whoami") { request in
-        .success(["route": request.route, "numbered": request.id > 0 ? "yes" : "no"])
+        .success(["route": request.route, "numbered": request.id > 0 ? "yes" : "no",
+                  "attempt": String(request.attempt)])
     }
 }
 
