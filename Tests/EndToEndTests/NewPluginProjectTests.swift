@@ -108,7 +108,7 @@ struct RustPluginTests {
                 "success?greeting=Hello%2C%20Ada%21",
                 "success?greeting=Hello%2C%20Grace%21",
                 "error?errorCode=EmptyName&errorMessage=the%20name%20is%20empty&errorDomain=greeter",
-                "success?route=greeter%3A%2F%2Fx-callback-url%2Fwhoami&numbered=yes",
+                "success?route=greeter%3A%2F%2Fx-callback-url%2Fwhoami&numbered=yes&attempt=1",
             ], "\(isolation): \(result.stderr)")
         }
     }

@@ -1,6 +1,6 @@
 //! greeter://x-callback-url/greet?name=Ada  ->  success?greeting=Hello%2C%20Ada%21
 //! greeter://people/:name                    ->  the same, the name from the path
-//! greeter://x-callback-url/whoami            ->  the route that matched and the request's number
+//! greeter://x-callback-url/whoami            ->  the route that matched, the request's number and attempt
 use xcallback::{plugin, Reply, Request};
 
 fn greet(name: Option<String>) -> Reply {
@@ -14,7 +14,8 @@ fn greet(name: Option<String>) -> Reply {
 fn whoami(request: &Request) -> Reply {
     let route = request.route().unwrap_or_default();
     let numbered = if request.id() > 0 { "yes" } else { "no" };
-    Reply::success(&[("route", &route), ("numbered", numbered)])
+    let attempt = request.attempt().to_string();
+    Reply::success(&[("route", &route), ("numbered", numbered), ("attempt", &attempt)])
 }
 
 plugin! {

@@ -94,6 +94,18 @@ impl<'a> Request<'a> {
         }
         unsafe { (self.api.request_id)(self.raw) }
     }
+
+    /// Which attempt at running this request this is: 1, or more when a durable
+    /// queue hands out again a request a host stopped before finishing. With `id()`,
+    /// what a handler that must not act twice keys on. 1 from a host whose table
+    /// has no `request_attempt` (it came late in 1.2: the table's size tells).
+    pub fn attempt(&self) -> u32 {
+        let end = std::mem::offset_of!(sys::HostApi, request_attempt) + std::mem::size_of::<usize>();
+        if (self.api.api_size as usize) < end {
+            return 1;
+        }
+        unsafe { (self.api.request_attempt)(self.raw) }
+    }
 }
 
 /// A handler's answer.

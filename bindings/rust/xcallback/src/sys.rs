@@ -118,10 +118,12 @@ pub struct HostApi {
     pub request_argument_name: unsafe extern "C" fn(*const Request, usize) -> *const c_char,
     pub request_argument_value: unsafe extern "C" fn(*const Request, usize) -> *const c_char,
     pub request_id: unsafe extern "C" fn(*const Request) -> u64,
+    pub request_attempt: unsafe extern "C" fn(*const Request) -> u32,
 }
 
 const POINTER: usize = std::mem::size_of::<usize>();
 const _: () = assert!(std::mem::size_of::<Descriptor>() == 16 + 3 * POINTER);
-const _: () = assert!(std::mem::size_of::<HostApi>() == 8 + 22 * POINTER);
+const _: () = assert!(std::mem::size_of::<HostApi>() == 8 + 23 * POINTER);
+const _: () = assert!(std::mem::offset_of!(HostApi, request_attempt) == 8 + 22 * POINTER);
 const _: () = assert!(std::mem::size_of::<Reply>() == 8);
 const _: () = assert!(std::mem::size_of::<Param>() == 2 * POINTER);
