@@ -304,8 +304,10 @@ typedef struct xcallback_host_api {
     const char *(*request_argument_name)(const xcallback_request *request, size_t index);
     /** Value of argument `index`, or NULL past the end. */
     const char *(*request_argument_value)(const xcallback_request *request, size_t index);
-    /** The host's number for this request: unique within one run of the host,
-     *  never 0, and the number its log lines about the request carry. A
+    /** The host's number for this request, never 0, and the number its log
+     *  lines about the request carry: unique within one run of the host for a
+     *  request read from a stream; from a durable queue (`run --queue`), the
+     *  queue's request id, the same on every attempt and every host. A
      *  plug-in that must not act twice on one request may key on it. */
     uint64_t (*request_id)(const xcallback_request *request);
     /** The attempt this is at running the request: 1 for a request read from a stream

@@ -143,7 +143,8 @@ final class Dispatcher: SynchronousCallOwner, Sendable {
         let fields = RequestFields(
             url: pending.urlText, scheme: pending.url.scheme, source: pending.url.source,
             parameters: pending.url.parameters.items,
-            arguments: match.arguments.map { QueryParameter(name: $0.name, value: $0.value) }, id: pending.id)
+            arguments: match.arguments.map { QueryParameter(name: $0.name, value: $0.value) }, id: pending.id,
+            attempt: pending.attempt)
         let plugin = match.value.pluginName
         let call = handlerCall(for: pending, plugin: plugin)
         pending.began(call, plugin: plugin)
