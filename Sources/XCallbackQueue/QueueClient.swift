@@ -57,8 +57,9 @@ public final class QueueClient: Sendable {
         try use { [store] connection in try await store.status(on: connection) }
     }
 
-    /// Outcomes after `cursor`, at most `limit`.
-    public func outcomes(after cursor: OutcomeCursor, limit: Int = 1_000) throws(QueueError) -> [StoredOutcome] {
+    /// A page of outcomes after `cursor`, and the horizon below which no
+    /// more can appear; `OutcomeReader` turns pages into a stream.
+    func outcomes(after cursor: OutcomeCursor, limit: Int) throws(QueueError) -> (outcomes: [StoredOutcome], horizon: UInt64) {
         try use { [store] connection in try await store.outcomes(after: cursor, limit: limit, on: connection) }
     }
 

@@ -180,11 +180,13 @@ public final class QueueConsumer: Sendable {
                 let host = hostID.load(ordering: .acquiring)
                 if adopt {
                     // A claim whose answer was lost may have committed: what
-                    // this host holds and is not running is its to run.
+                    // this host holds and is not running is its to run. What
+                    // it runs is read first: a request recorded while `held`
+                    // runs is gone from the table but may be in its answer.
+                    let known = inFlight.withLock { Set($0.keys) }
                     let held = try await claimConnection.run { [store] connection in
                         try await store.held(by: host, on: connection)
                     }
-                    let known = inFlight.withLock { Set($0.keys) }
                     let orphans = held.filter { !known.contains($0.id) }
                     if !orphans.isEmpty {
                         logger.info("queue: took up \(orphans.count) request(s) claimed before the connection was lost")
@@ -311,14 +313,13 @@ public final class QueueConsumer: Sendable {
             let batch = recorder.take(max: 4_096)
             if batch.isEmpty { return }
             var recorded = Set<Int64>()
-            var attempts = 0
+            var retried = false
             while true {
-                attempts += 1
                 do {
-                    let (store, name) = (store, name)
+                    let (store, name, retried) = (store, name, retried)
                     recorded = try await recordConnection.run { connection in
                         var recorded = try await store.record(batch, host: name, on: connection)
-                        if recorded.count < batch.count {
+                        if retried && recorded.count < batch.count {
                             // After a lost connection, some may have committed the first time.
                             let missing = batch.filter { !recorded.contains($0.id) }
                             recorded.formUnion(try await store.alreadyRecorded(missing, host: name, on: connection))
@@ -333,6 +334,7 @@ public final class QueueConsumer: Sendable {
                         return
                     }
                     await recordConnection.failed("recording outcomes", error)
+                    retried = true
                 }
             }
             let fenced = batch.count - recorded.count

@@ -251,33 +251,36 @@ struct QueueStore: Sendable {
 
     // MARK: reading and operations
 
-    /// Up to `limit` outcomes after `cursor`, in an order that never misses
-    /// one: by recording transaction, then position, and only transactions
-    /// older than every one still running (a later commit of an earlier
-    /// transaction cannot then appear behind the cursor).
-    func outcomes(after cursor: OutcomeCursor, limit: Int, on connection: PostgresConnection) async throws -> [StoredOutcome] {
+    /// Up to `limit` committed outcomes after `cursor`, by recording
+    /// transaction then position, and the snapshot's horizon: every
+    /// transaction below it has ended, so no outcome below it can still
+    /// appear (see `OutcomeReader`).
+    func outcomes(after cursor: OutcomeCursor, limit: Int, on connection: PostgresConnection) async throws
+        -> (outcomes: [StoredOutcome], horizon: UInt64) {
         let rows = try await connection.query("""
-            SELECT recorded_by_xact::text, position, request_id, line, outcome, params, coalesce(callback, ''), attempts, dead
-            FROM \(unescaped: s).outcomes
-            WHERE (recorded_by_xact, position) > (\(cursor.transaction)::xid8, \(cursor.position))
-              AND recorded_by_xact < pg_snapshot_xmin(pg_current_snapshot())
-            ORDER BY recorded_by_xact, position LIMIT \(limit)
+            SELECT o.recorded_by_xact::text AS xact, o.position, o.request_id, o.line, o.outcome, o.params,
+                   coalesce(o.callback, ''), o.attempts, o.dead, pg_snapshot_xmin(pg_current_snapshot())::text
+            FROM \(unescaped: s).outcomes o
+            WHERE (o.recorded_by_xact, o.position) > (\(cursor.transaction)::xid8, \(cursor.position))
+            ORDER BY o.recorded_by_xact, o.position LIMIT \(limit)
             """, logger: logger)
         var outcomes: [StoredOutcome] = []
-        for try await (xact, position, id, line, outcome, params, callback, attempts, dead)
-            in rows.decode((String, Int64, Int64, String, String, String, String, Int32, Bool).self) {
+        var horizon: UInt64 = 0
+        for try await (xact, position, id, line, outcome, params, callback, attempts, dead, xmin)
+            in rows.decode((String, Int64, Int64, String, String, String, String, Int32, Bool, String).self) {
+            horizon = UInt64(xmin) ?? 0
             outcomes.append(StoredOutcome(
                 cursor: OutcomeCursor(transaction: xact, position: position), requestID: id, line: line,
                 kind: OutcomeKind(rawValue: outcome) ?? .error, params: params,
                 callback: callback.isEmpty ? nil : callback, attempts: Int(attempts), dead: dead))
         }
-        return outcomes
+        return (outcomes, horizon)
     }
 
     /// The cursor just before request `id`'s outcome, for `--since`.
     func cursor(before id: Int64, on connection: PostgresConnection) async throws -> OutcomeCursor? {
         let rows = try await connection.query("""
-            SELECT recorded_by_xact::text, position FROM \(unescaped: s).outcomes WHERE request_id = \(id)
+            SELECT recorded_by_xact::text AS xact, position FROM \(unescaped: s).outcomes WHERE request_id = \(id)
             """, logger: logger)
         for try await (xact, position) in rows.decode((String, Int64).self) {
             return OutcomeCursor(transaction: xact, position: position)
@@ -306,7 +309,7 @@ struct QueueStore: Sendable {
     /// Dead requests, oldest first.
     func dead(limit: Int, on connection: PostgresConnection) async throws -> [StoredOutcome] {
         let rows = try await connection.query("""
-            SELECT recorded_by_xact::text, position, request_id, line, outcome, params, coalesce(callback, ''), attempts
+            SELECT recorded_by_xact::text AS xact, position, request_id, line, outcome, params, coalesce(callback, ''), attempts
             FROM \(unescaped: s).outcomes WHERE dead ORDER BY request_id LIMIT \(limit)
             """, logger: logger)
         var outcomes: [StoredOutcome] = []

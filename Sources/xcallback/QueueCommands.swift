@@ -334,19 +334,26 @@ struct OutcomesCommand: ParsableCommand {
             cursor = try queueOperation { () throws(QueueError) in try client.cursor(after: since) }
         }
         let format = output.value
+        var reader = OutcomeReader(client: client, after: cursor)
+        var readerGone = false
         while true {
-            let page = try queueOperation { () throws(QueueError) in try client.outcomes(after: cursor) }
-            if !page.isEmpty {
-                var bytes: [UInt8] = []
-                for outcome in page { format.write(outcome.record, to: &bytes) }
-                if !writeAll(1, bytes) { return }  // a closed stdout ends it quietly
-                cursor = page.last!.cursor
+            do {
+                try reader.pass { page in
+                    var bytes: [UInt8] = []
+                    for outcome in page { format.write(outcome.record, to: &bytes) }
+                    if !writeAll(1, bytes) { throw ReaderGone() }
+                }
+            } catch is ReaderGone {
+                readerGone = true
+            } catch let error as QueueError {
+                throw Failure.exit(error.message)
             }
-            if page.count == 1_000 { continue }
-            if !follow { return }
+            if readerGone || !follow { return }  // a closed stdout ends it quietly
             client.pause(.milliseconds(500))
         }
     }
+
+    private struct ReaderGone: Error {}
 }
 
 /// Writes all of `bytes`; false when the reader is gone.

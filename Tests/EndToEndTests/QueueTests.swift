@@ -150,8 +150,12 @@ struct QueueTests {
         let fixture = try HostFixture()  // in-process: the crash takes the host down
         let id = try Self.enqueue(queue, ["faulty://x-callback-url/crash?x-error=app://failed"], ["--max-attempts", "2"]).lines
         #expect(id.count == 1)
+        // No Swift backtrace: it takes seconds of a crashing host's time.
+        var environment = ProcessInfo.processInfo.environment
+        environment["SWIFT_BACKTRACE"] = "enable=no"
+        environment["XCALLBACK_PLUGIN_PATH"] = nil
         for attempt in 1...2 {
-            let host = try Self.startHost(fixture, queue, ["--lease", "1"])
+            let host = try ChildProcess(fixture.runPrefix + ["--queue", queue, "--lease", "1"], environment: environment)
             let status = host.waitForExit(timeout: 30)
             #expect(status != .exited(0), "attempt \(attempt): \(host.stderr)")
         }
@@ -220,8 +224,31 @@ struct QueueTests {
         #expect(host.waitForExit(timeout: 30) == .exited(0), "\(host.stderr)")
         #expect(host.stderr.contains("reconnecting"), "the test did not cut a connection")
         let outcomes = try xcallback(["outcomes", "--queue", queue], timeout: 60)
-        #expect(outcomes.lines.count == count)
+        let finalStatus = try Self.status(queue)
+        #expect(outcomes.lines.count == count, "status \(finalStatus); outcomes stderr: \(outcomes.stderr)")
         #expect(Set(outcomes.lines).count == count)
         #expect(host.stdoutLines.count <= count)
+    }
+
+    @Test("a plug-in reads the queue's request id and the attempt: 2 once the host that first claimed it died",
+          arguments: ["none", "process"])
+    func idAndAttemptReachThePlugin(isolation: String) throws {
+        let queue = try TestPostgres.initializedDatabase()
+        let fixture = try HostFixture([], isolation: isolation)
+        try TestPlugin.build("inspect", source: RequestIntrospectionTests.source(minor: 2), into: fixture.plugins)
+        let ids = try Self.enqueue(queue, ["inspect://x-callback-url/plain", "inspect://x-callback-url/plain"]).lines
+        try #require(ids.count == 2)
+        // The second was claimed once by a host whose lease has since run out.
+        try TestPostgres.psql(queue, """
+            INSERT INTO xcallback.hosts (name, expires_at) VALUES ('gone:1', now() - interval '1 minute');
+            UPDATE xcallback.requests SET leased_by = (SELECT max(id) FROM xcallback.hosts), attempt = 1 WHERE id = \(ids[1])
+            """)
+        let host = try Self.startHost(fixture, queue, ["--lease", "1", "--output", "jsonl"])
+        #expect(host.waitForStdoutLines(2, timeout: 60), "\(host.stderr)")
+        host.send(signal: SIGTERM)
+        #expect(host.waitForExit(timeout: 30) == .exited(0))
+        let records = try host.stdoutLines.map { try Record(jsonLine: $0) }
+        let byID = Dictionary(records.map { ($0.params["id"] ?? "", $0.params["attempt"] ?? "") }, uniquingKeysWith: { a, _ in a })
+        #expect(byID == [ids[0]: "1", ids[1]: "2"], "\(records)")
     }
 }
