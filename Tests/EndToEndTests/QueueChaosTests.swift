@@ -57,10 +57,10 @@ struct QueueChaosTests {
             retired.append(hosts[victim])
             hosts[victim] = try startHost()
             kills += 1
-            if kills == 2 || kills == 5 {
+            if kills == 1 || kills == 3 {
                 _ = try TestPostgres.psql(queue, """
                     SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-                    WHERE application_name LIKE 'xcallback host%'
+                    WHERE application_name LIKE 'xcallback host%' AND datname = current_database()
                     """)
                 terminations += 1
             }

@@ -211,7 +211,7 @@ struct QueueTests {
         for round in 1...2 {
             let cut = try TestPostgres.psql(queue, """
                 SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-                WHERE application_name LIKE 'xcallback host%'
+                WHERE application_name LIKE 'xcallback host%' AND datname = current_database()
                 """)
             #expect(Int(cut) ?? 0 >= 3, "round \(round): cut \(cut) connections")
             _ = host.waitForStdoutLines(host.stdoutLines.count + 1_000, timeout: 30)
@@ -250,5 +250,52 @@ struct QueueTests {
         let records = try host.stdoutLines.map { try Record(jsonLine: $0) }
         let byID = Dictionary(records.map { ($0.params["id"] ?? "", $0.params["attempt"] ?? "") }, uniquingKeysWith: { a, _ in a })
         #expect(byID == [ids[0]: "1", ids[1]: "2"], "\(records)")
+    }
+
+    @Test("--open opens each recorded callback on the host that recorded it, after the commit; records without one are written")
+    func openAfterCommit() throws {
+        let queue = try TestPostgres.initializedDatabase()
+        let fixture = try HostFixture()
+        let log = fixture.scratch.file("opened.log")
+        let command = fixture.scratch.file("opener")
+        // The opener checks that the outcome is already recorded when it runs.
+        try installScript(at: command, """
+            #!/bin/sh
+            n=$(psql -X -A -t '\(queue)' -c "SELECT count(*) FROM xcallback.outcomes WHERE callback IS NOT NULL")
+            printf '%s %s\\n' "$n" "$1" >> '\(log)'
+            """)
+        _ = try Self.enqueue(queue, ["calc://x-callback-url/add?lhs=1&rhs=2&x-success=app://done",
+                                     "calc://x-callback-url/add?lhs=5&rhs=5"])
+        let host = try Self.startHost(fixture, queue, ["--open", command])
+        #expect(host.waitForStdoutLines(1, timeout: 30))
+        let deadline = Date(timeIntervalSinceNow: TestTiming.scaled(30))
+        while (try? String(contentsOfFile: log, encoding: .utf8))?.isEmpty ?? true, Date() < deadline { usleep(20_000) }
+        host.send(signal: SIGTERM)
+        #expect(host.waitForExit(timeout: 30) == .exited(0), "\(host.stderr)")
+        #expect(host.stdoutLines == ["success?result=10"])
+        #expect(try String(contentsOfFile: log, encoding: .utf8) == "1 app://done?result=3\n")
+    }
+
+    @Test("an idle host asks the database about once a second")
+    func idleHostIsQuiet() throws {
+        let queue = try TestPostgres.initializedDatabase()
+        let fixture = try HostFixture()
+        let host = try fixture.start(["--queue", queue, "--log-level", "info"], stdin: .null)
+        #expect(host.waitForStderr(containing: "consuming", timeout: 30))
+        func transactions() throws -> Int {
+            Int(try TestPostgres.psql(queue, """
+                SELECT pg_stat_clear_snapshot(); SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()
+                """).split(separator: "\n").last!)!
+        }
+        let before = try transactions()
+        let start = Date()
+        usleep(5_000_000)  // the quantity measured is a rate over time: this wait is the measurement
+        let after = try transactions()
+        let seconds = Date().timeIntervalSince(start)
+        host.send(signal: SIGTERM)
+        #expect(host.waitForExit(timeout: 30) == .exited(0))
+        // Less the psql that reads the count (its transactions count too).
+        let rate = Double(after - before - 2) / seconds
+        #expect(rate < 2.5, "an idle host made \(rate) transactions a second")
     }
 }
