@@ -41,7 +41,7 @@ public final class QueueClient: Sendable {
     /// Creates or migrates the schema; returns the versions applied (none
     /// when it was up to date).
     public func initialize() throws(QueueError) -> [Int] {
-        try use(checkSchema: false) { [store, logger, location] connection in
+        try use(checkSchema: false) { [logger, location] connection in
             try await QueueSchema.migrate(connection, schema: location.schema, logger: logger)
         }
     }

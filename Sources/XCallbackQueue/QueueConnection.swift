@@ -34,13 +34,16 @@ actor QueueConnection {
     /// Runs `body` on the connection, opening it again and retrying after a
     /// lost connection until `body` succeeds or the task is cancelled.
     /// `body` must be safe to run again (see `QueueError.isConnectionLoss`).
-    func retrying<T: Sendable>(_ what: String, _ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+    /// Past `deadline`, the last error is thrown instead.
+    func retrying<T: Sendable>(_ what: String, until deadline: ContinuousClock.Instant? = nil,
+                               _ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         while true {
             try Task.checkCancellation()
             do {
                 return try await run(body)
             } catch {
                 if Task.isCancelled { throw CancellationError() }
+                if let deadline, ContinuousClock.now >= deadline { throw error }
                 await failed(what, error)
             }
         }

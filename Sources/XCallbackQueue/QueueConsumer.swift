@@ -51,6 +51,8 @@ public final class QueueConsumer: Sendable {
     /// This host's row in the hosts table (it changes if the lease was lost).
     private let hostID = Atomic<Int64>(0)
     private let stopping = Atomic<Bool>(false)
+    /// Claimed requests that never started, to return to the queue on the way out.
+    private let unstarted = Mutex<[ClaimedRequest]>([])
     /// Wakes the claim loop: a notification, the poll tick, room freed, a stop.
     private let wakes: AsyncStream<Void>
     private let wake: AsyncStream<Void>.Continuation
@@ -126,20 +128,27 @@ public final class QueueConsumer: Sendable {
         recorder.finish()
         _ = try? Blocking.run { await recording.value }
         background.cancel()
+        // A LISTEN in progress ends when its connection does.
+        _ = try? Blocking.run { [listenConnection] in await listenConnection.close() }
         _ = try? Blocking.run { await background.value }
-        _ = try? Blocking.run { [self] in
-            let left = feed.close()
-            if !left.isEmpty {
-                try await claimConnection.retrying("releasing unstarted requests") { [store] connection in
-                    try await store.release(left, on: connection)
+        let leaving = ContinuousClock.now + options.shutdownRecordingLimit
+        do {
+            try Blocking.run { [self] in
+                let left = feed.close() + unstarted.withLock { $0 }
+                if !left.isEmpty {
+                    try await claimConnection.retrying("returning unstarted requests", until: leaving) { [store] connection in
+                        try await store.release(left, on: connection)
+                    }
+                }
+                let released = try await controlConnection.retrying("leaving the queue", until: leaving) { [self] connection in
+                    try await store.unregister(host: hostID.load(ordering: .acquiring), on: connection)
+                }
+                if released > 0 {
+                    logger.warning("queue: \(released) request(s) whose outcome could not be recorded go back to the queue")
                 }
             }
-            let released = try await controlConnection.retrying("leaving the queue") { [self] connection in
-                try await store.unregister(host: hostID.load(ordering: .acquiring), on: connection)
-            }
-            if released > 0 {
-                logger.warning("queue: \(released) request(s) whose outcome could not be recorded go back to the queue")
-            }
+        } catch {
+            logger.error("queue: could not leave the queue cleanly (\(QueueError.describe(error))); this host's requests go back to the queue when its lease runs out")
         }
         for connection in [claimConnection, recordConnection, controlConnection, listenConnection] {
             _ = try? Blocking.run { await connection.close() }
@@ -150,15 +159,10 @@ public final class QueueConsumer: Sendable {
     public func stop() {
         guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
         let left = feed.close()
+        // Released by `run` before the host leaves, with their attempt undone.
+        unstarted.withLock { $0.append(contentsOf: left) }
+        inFlight.withLock { for request in left { $0[request.id] = nil } }
         wake.yield()
-        if !left.isEmpty {
-            Task.detached { [self] in
-                try? await claimConnection.retrying("releasing unstarted requests") { [store] connection in
-                    try await store.release(left, on: connection)
-                }
-                inFlight.withLock { for request in left { $0[request.id] = nil } }
-            }
-        }
     }
 
     private var isStopping: Bool { stopping.load(ordering: .acquiring) }
@@ -215,12 +219,8 @@ public final class QueueConsumer: Sendable {
         inFlight.withLock { for request in requests { $0[request.id] = request } }
         let refused = feed.push(requests)
         if !refused.isEmpty {
-            Task.detached { [self] in
-                try? await claimConnection.retrying("releasing unstarted requests") { [store] connection in
-                    try await store.release(refused, on: connection)
-                }
-                inFlight.withLock { for request in refused { $0[request.id] = nil } }
-            }
+            unstarted.withLock { $0.append(contentsOf: refused) }
+            inFlight.withLock { for request in refused { $0[request.id] = nil } }
         }
     }
 

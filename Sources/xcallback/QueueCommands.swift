@@ -213,19 +213,20 @@ struct EnqueueCommand: ParsableCommand {
             FileHandle.standardOutput.write(Data(out.utf8))
             batch.removeAll(keepingCapacity: true)
         }
+        var flushError: (any Error)?
         for file in files.isEmpty ? ["-"] : files {
             let name = file == "-" ? "stdin" : file
-            let handle: FileHandle
-            if file == "-" {
-                handle = .standardInput
-            } else {
-                guard let opened = FileHandle(forReadingAtPath: file) else {
-                    throw Failure.exit("cannot read \(file): \(String(cString: strerror(errno)))")
-                }
-                handle = opened
+            let descriptor = file == "-" ? 0 : open(file, O_RDONLY | O_CLOEXEC)
+            guard descriptor >= 0 else {
+                throw Failure.exit("cannot read \(file): \(String(cString: strerror(errno)))")
             }
+            defer { if descriptor != 0 { close(descriptor) } }
             var number = 0
-            for raw in LineSplitter(handle) {
+            let lines = LineSplitter(descriptor) {
+                do { try flush() } catch { flushError = error }
+            }
+            for raw in lines {
+                if let flushError { throw flushError }
                 number += 1
                 let text = raw.trimmingCharacters(in: .whitespaces)
                 if text.isEmpty || text.hasPrefix("#") { continue }
@@ -238,6 +239,7 @@ struct EnqueueCommand: ParsableCommand {
                 }
                 if batch.count >= Self.batchSize { try flush() }
             }
+            if let flushError { throw flushError }
         }
         try flush()
         if rejected > 0 {
@@ -268,14 +270,21 @@ struct EnqueueCommand: ParsableCommand {
     }
 }
 
-/// Lines of a file, read in blocks; LF or CRLF.
+/// Lines of a file, read in blocks; LF or CRLF. `beforeBlocking` runs
+/// when every line read so far has been handed out and the next read may
+/// wait: a batch then goes out at once instead of waiting to fill (a slow
+/// producer piping into `enqueue` is not held back).
 struct LineSplitter: Sequence, IteratorProtocol {
-    let handle: FileHandle
+    let descriptor: Int32
+    let beforeBlocking: () -> Void
     private var buffer: [UInt8] = []
     private var start = 0
     private var ended = false
 
-    init(_ handle: FileHandle) { self.handle = handle }
+    init(_ descriptor: Int32, beforeBlocking: @escaping () -> Void) {
+        self.descriptor = descriptor
+        self.beforeBlocking = beforeBlocking
+    }
 
     mutating func next() -> String? {
         while true {
@@ -294,8 +303,12 @@ struct LineSplitter: Sequence, IteratorProtocol {
             }
             buffer.removeFirst(start)
             start = 0
-            let data = handle.readData(ofLength: 1 << 16)
-            if data.isEmpty { ended = true } else { buffer.append(contentsOf: data) }
+            var ready = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            if poll(&ready, 1, 0) == 0 { beforeBlocking() }
+            var chunk = [UInt8](repeating: 0, count: 1 << 16)
+            let count = read(descriptor, &chunk, chunk.count)
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { ended = true } else { buffer.append(contentsOf: chunk[0..<count]) }
         }
     }
 }
