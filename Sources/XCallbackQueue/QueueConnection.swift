@@ -13,16 +13,22 @@ actor QueueConnection {
     private var failures = 0
     private static let ids = Mutex<Int>(0)
 
-    init(location: QueueLocation, role: String, logger: Logger) {
+    /// The server's own `statement_timeout` for this connection, shorter than
+    /// the client's deadline: a statement the client gave up on (a lock wait,
+    /// say) must not commit later on the server.
+    let serverStatementTimeout: String?
+
+    init(location: QueueLocation, role: String, serverStatementTimeout: String? = nil, logger: Logger) {
         self.location = location
         self.role = role
+        self.serverStatementTimeout = serverStatementTimeout
         self.logger = logger
     }
 
     /// The open connection, opening it if needed (once: throws if that fails).
     func open() async throws -> PostgresConnection {
         if let connection, !connection.isClosed { return connection }
-        let opened = try await Self.connect(location, role: role, logger: logger)
+        let opened = try await Self.connect(location, role: role, statementTimeout: serverStatementTimeout, logger: logger)
         connection = opened
         if failures > 0 {
             logger.notice("queue: \(role) connection to \(location) is back after \(failures) failed attempt(s)")
@@ -99,7 +105,8 @@ actor QueueConnection {
     }
 
     /// A new connection to `location`, with TLS as its sslmode asks.
-    static func connect(_ location: QueueLocation, role: String, logger: Logger) async throws -> PostgresConnection {
+    static func connect(_ location: QueueLocation, role: String, statementTimeout: String? = nil,
+                        logger: Logger) async throws -> PostgresConnection {
         var configuration: PostgresConnection.Configuration
         if location.usesUnixSocket {
             configuration = .init(unixSocketPath: location.socketPath, username: location.user,
@@ -111,6 +118,12 @@ actor QueueConnection {
         configuration.options.connectTimeout = .seconds(10)
         // Shown in pg_stat_activity, so an operator can tell the roles apart.
         configuration.options.additionalStartupParameters = [("application_name", "xcallback \(role)")]
+        if let statementTimeout {
+            // Startup parameters set the session's settings, as libpq's `options` does.
+            configuration.options.additionalStartupParameters += [
+                ("statement_timeout", statementTimeout), ("idle_in_transaction_session_timeout", "60s"),
+            ]
+        }
         let id = ids.withLock { value in
             value += 1
             return value

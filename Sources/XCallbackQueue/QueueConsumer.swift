@@ -80,10 +80,10 @@ public final class QueueConsumer: Sendable {
         self.name = "\(ProcessInfo.processInfo.hostName):\(getpid())"
         (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         recorder = OutcomeBuffer()
-        claimConnection = QueueConnection(location: location, role: "host claim", logger: logger)
-        recordConnection = QueueConnection(location: location, role: "host record", logger: logger)
-        controlConnection = QueueConnection(location: location, role: "host heartbeat", logger: logger)
-        listenConnection = QueueConnection(location: location, role: "host listen", logger: logger)
+        claimConnection = QueueConnection(location: location, role: "host claim", serverStatementTimeout: "4s", logger: logger)
+        recordConnection = QueueConnection(location: location, role: "host record", serverStatementTimeout: "4s", logger: logger)
+        controlConnection = QueueConnection(location: location, role: "host heartbeat", serverStatementTimeout: "4s", logger: logger)
+        listenConnection = QueueConnection(location: location, role: "host listen", serverStatementTimeout: nil, logger: logger)
         recorder.consumer = self
     }
 
@@ -172,8 +172,16 @@ public final class QueueConsumer: Sendable {
     private func claimLoop() async {
         var iterator = wakes.makeAsyncIterator()
         var adopt = false
+        var suspectsWaiting = false
         while !isStopping && !Task.isCancelled {
-            let capacity = options.maxInFlight - inFlight.withLock { $0.count }
+            let running = inFlight.withLock { $0.count }
+            // Suspects (requests back from a host that died holding them) run
+            // alone: drain, run one, and only then claim more.
+            if suspectsWaiting && running > 0 {
+                _ = await iterator.next()
+                continue
+            }
+            let capacity = options.maxInFlight - running
             if capacity <= 0 {
                 _ = await iterator.next()
                 continue
@@ -183,34 +191,62 @@ public final class QueueConsumer: Sendable {
             do {
                 let host = hostID.load(ordering: .acquiring)
                 if adopt {
-                    // A claim whose answer was lost may have committed: what
-                    // this host holds and is not running is its to run. What
-                    // it runs is read first: a request recorded while `held`
-                    // runs is gone from the table but may be in its answer.
-                    let known = inFlight.withLock { Set($0.keys) }
-                    let held = try await claimConnection.run { [store] connection in
-                        try await store.held(by: host, on: connection)
-                    }
-                    let orphans = held.filter { !known.contains($0.id) }
-                    if !orphans.isEmpty {
-                        logger.info("queue: took up \(orphans.count) request(s) claimed before the connection was lost")
-                        hand(orphans)
-                    }
+                    try await adoptLostClaims(host: host)
                     adopt = false
                 }
-                let claimed = try await claimConnection.run { [store] connection in
-                    try await store.claim(limit: limit, host: host, on: connection)
+                let (store, lease, alone) = (store, options.lease, suspectsWaiting)
+                let claim = try await claimConnection.run { connection in
+                    alone ? try await store.claimSuspect(host: host, lease: lease, on: connection)
+                          : try await store.claim(limit: limit, host: host, lease: lease, on: connection)
                 }
-                hand(claimed)
-                full = claimed.count == limit
+                if claim.hostGone {
+                    try await registerAgain(replacing: host)
+                    continue
+                }
+                hand(claim.requests)
+                suspectsWaiting = claim.suspectsWaiting
+                if alone {
+                    // That suspect runs alone; if none was left, go on with the rest.
+                    if claim.requests.isEmpty { continue }
+                } else {
+                    full = claim.requests.count == limit
+                }
             } catch {
                 if Task.isCancelled || isStopping { break }
                 adopt = true
                 await claimConnection.failed("claiming requests", error)
                 continue
             }
-            if !full { _ = await iterator.next() }
+            if !full || suspectsWaiting { _ = await iterator.next() }
         }
+    }
+
+    /// A claim whose answer was lost may have committed: what this host
+    /// holds and is not running is its to run. What it runs is read first:
+    /// a request recorded while `held` runs is gone from the table but may
+    /// be in its answer.
+    private func adoptLostClaims(host: Int64) async throws {
+        let known = inFlight.withLock { Set($0.keys) }
+        let store = store
+        let held = try await claimConnection.run { connection in try await store.held(by: host, on: connection) }
+        let orphans = held.filter { !known.contains($0.id) }
+        if !orphans.isEmpty {
+            logger.info("queue: took up \(orphans.count) request(s) claimed before a connection was lost")
+            hand(orphans)
+        }
+    }
+
+    /// This host's lease ran out (it froze, or could not heartbeat): other
+    /// hosts may have taken its requests; it goes on under a new id.
+    private func registerAgain(replacing old: Int64) async throws {
+        let (store, name, lease) = (store, name, options.lease)
+        let renewed = try await claimConnection.run { connection in
+            try await store.register(name: name, lease: lease, on: connection)
+        }
+        guard hostID.compareExchange(expected: old, desired: renewed, ordering: .acquiringAndReleasing).exchanged else {
+            return  // the heartbeat registered it again first
+        }
+        logger.warning("queue: this host's lease ran out (no heartbeat for \(options.lease)); other hosts may run its requests again; it goes on as host \(renewed)")
     }
 
     /// Gives claimed requests to the host, or back to the queue if it is stopping.
@@ -259,16 +295,33 @@ public final class QueueConsumer: Sendable {
             beats += 1
             do {
                 let current = hostID.load(ordering: .acquiring)
-                let (store, name, lease) = (store, name, options.lease)
-                let renewed = try await controlConnection.run(timeout: beat) { connection -> Int64? in
-                    if try await store.heartbeat(host: current, lease: lease, on: connection) { return nil }
-                    return try await store.register(name: name, lease: lease, on: connection)
+                let (store, lease) = (store, options.lease)
+                let alive = try await controlConnection.run(timeout: beat) { connection in
+                    try await store.heartbeat(host: current, lease: lease, on: connection)
                 }
-                if let renewed {
-                    hostID.store(renewed, ordering: .releasing)
-                    logger.warning("queue: this host's lease ran out (no heartbeat for \(options.lease)); other hosts may run its requests again; it goes on as host \(renewed)")
+                if !alive {
+                    let (name, lease) = (name, options.lease)
+                    let renewed = try await controlConnection.run { connection in
+                        try await store.register(name: name, lease: lease, on: connection)
+                    }
+                    if hostID.compareExchange(expected: current, desired: renewed, ordering: .acquiringAndReleasing).exchanged {
+                        logger.warning("queue: this host's lease ran out (no heartbeat for \(options.lease)); other hosts may run its requests again; it goes on as host \(renewed)")
+                    }
                 }
                 if beats % 3 == 0 {
+                    // A claim the server committed after this host gave up on
+                    // it (a lock wait past the deadline) is taken up here.
+                    let known = inFlight.withLock { Set($0.keys) }
+                    let host = hostID.load(ordering: .acquiring)
+                    let held = try await controlConnection.run { connection in
+                        try await store.held(by: host, olderThan: QueueConnection.statementTimeout * 2, on: connection)
+                    }
+                    let orphans = held.filter { !known.contains($0.id) }
+                    if !orphans.isEmpty && !isStopping {
+                        logger.info("queue: took up \(orphans.count) request(s) whose claim committed late")
+                        hand(orphans)
+                    }
+                    let name = name
                     let (returned, dead) = try await controlConnection.run { connection in
                         try await store.rescue(recordedBy: name, on: connection)
                     }

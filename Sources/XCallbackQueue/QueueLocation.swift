@@ -67,7 +67,7 @@ public struct QueueLocation: Sendable, Equatable, CustomStringConvertible {
                 switch name {
                 case "host": host = value
                 case "port":
-                    guard let number = Int(value) else { throw QueueError("the queue URL's port '\(value)' is not a number") }
+                    guard let number = Int(value) else { throw QueueError("the queue URL's port option is not a number") }
                     port = number
                 case "user": user = value
                 case "password": password = value
@@ -122,7 +122,8 @@ public struct QueueLocation: Sendable, Equatable, CustomStringConvertible {
         } else if text.hasPrefix("postgres://") {
             rest = text.dropFirst("postgres://".count)
         } else {
-            throw QueueError("the queue must be a postgresql:// URL (e.g. postgresql:///xcallback for a local database), not '\(redacted(text))'")
+            // Never echoed: a mistyped URL still holds its password.
+            throw QueueError("the queue must be a postgresql:// URL, such as postgresql:///jobs for a local database (the URL given starts otherwise)")
         }
         var parts = URLParts()
         if let question = rest.firstIndex(of: "?") {
@@ -168,25 +169,16 @@ public struct QueueLocation: Sendable, Equatable, CustomStringConvertible {
     private static func port(_ text: Substring) throws(QueueError) -> Int? {
         if text.isEmpty { return nil }
         guard let number = Int(text), (1...65535).contains(number) else {
-            throw QueueError("the queue URL's port '\(text)' is not a port number")
+            throw QueueError("the queue URL's port is not a number from 1 to 65535")
         }
         return number
     }
 
     private static func decode(_ text: Substring) throws(QueueError) -> String {
         guard let decoded = String(text).removingPercentEncoding else {
-            throw QueueError("the queue URL has a bad percent-escape in '\(redacted(String(text)))'")
+            throw QueueError("the queue URL has a bad percent-escape (a % not followed by two hex digits)")
         }
         return decoded
-    }
-
-    /// `text` with any password between `//user:` and `@` replaced.
-    static func redacted(_ text: String) -> String {
-        guard let scheme = text.range(of: "://"),
-              let at = text[scheme.upperBound...].firstIndex(of: "@"),
-              let colon = text[scheme.upperBound..<at].firstIndex(of: ":")
-        else { return text }
-        return String(text[..<text.index(after: colon)]) + "***" + String(text[at...])
     }
 
     static func isPlainIdentifier(_ name: String) -> Bool {

@@ -97,10 +97,10 @@ enum DeadRequest {
     /// The host's error code for it (domain `xcallback`).
     static let errorCode = "Abandoned"
 
-    static func record(line: String, attempts: Int) -> OutcomeRecord {
+    static func record(line: String, strikes: Int) -> OutcomeRecord {
         let outcome = Outcome.error(
             code: errorCode,
-            message: "no outcome after \(attempts) attempt(s): each host that claimed the request stopped before recording one (it may have run up to \(attempts) time(s)); see 'xcallback queue dead' to re-queue it",
+            message: "no outcome: the host running this request, alone, stopped before recording one \(strikes) time(s) (its --max-attempts); see 'xcallback queue dead' to re-queue it",
             domain: Outcome.hostErrorDomain)
         let callback = (try? RequestURL(parsing: line))?.callbackURL(for: .error)
         return OutcomeRecord(sequence: 0, input: line, outcome: outcome,

@@ -18,10 +18,12 @@ enum QueueSchema {
                 "CREATE SEQUENCE \(s).request_ids",
                 // Live hosts and their leases: a host heartbeats its own row;
                 // a row past expires_at is a dead host, whose requests any host
-                // returns to the queue.
+                // returns to the queue. The id is random, never a counter: it
+                // fences the host's writes, and must not come back after a
+                // schema is dropped and created again.
                 """
                 CREATE TABLE \(s).hosts (
-                    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                    id bigint PRIMARY KEY,
                     name text NOT NULL,
                     started_at timestamptz NOT NULL DEFAULT now(),
                     expires_at timestamptz NOT NULL)
@@ -37,9 +39,16 @@ enum QueueSchema {
                     max_attempts integer NOT NULL CHECK (max_attempts > 0),
                     attempt integer NOT NULL DEFAULT 0,
                     leased_by bigint,
-                    leased_at timestamptz)
+                    leased_at timestamptz,
+                    -- Back from a host that died holding it: it runs alone next.
+                    suspect boolean NOT NULL DEFAULT false,
+                    -- Leased alone (a suspect): if its host dies now, it is to blame.
+                    alone boolean NOT NULL DEFAULT false,
+                    -- Hosts that died running it alone; at max_attempts it is dead.
+                    strikes integer NOT NULL DEFAULT 0)
                 """,
-                "CREATE INDEX requests_ready ON \(s).requests (id) WHERE leased_by IS NULL",
+                "CREATE INDEX requests_ready ON \(s).requests (id) WHERE leased_by IS NULL AND NOT suspect",
+                "CREATE INDEX requests_suspect ON \(s).requests (id) WHERE leased_by IS NULL AND suspect",
                 "CREATE INDEX requests_leased ON \(s).requests (leased_by) WHERE leased_by IS NOT NULL",
                 // One row per request that ended: the primary key is what makes
                 // "recorded exactly once" hold whatever the hosts do.

@@ -16,64 +16,73 @@ struct QueueStore: Sendable {
 
     // MARK: enqueue
 
-    /// Inserts a batch; returns each line's request id, in order. A line
-    /// whose key was seen before gets that request's id and is not inserted.
+    /// Inserts a batch; returns each line's request id, in order. Ids
+    /// follow line order. A line whose key was seen before gets that
+    /// request's id and is not inserted.
     func enqueue(_ lines: [EnqueueLine], maxAttempts: Int, on connection: PostgresConnection) async throws -> [Int64] {
         try await connection.withTransaction(logger: logger) { connection in
-            var ids = [Int64](repeating: 0, count: lines.count)
-            var newIDs: [Int64] = []
-            var newLines: [String] = []
-            // Keys first: each distinct key takes an id once, ever.
-            var firstIndexOfKey: [String: Int] = [:]
-            for (index, line) in lines.enumerated() {
-                if let key = line.key, firstIndexOfKey[key] == nil { firstIndexOfKey[key] = index }
-            }
-            if !firstIndexOfKey.isEmpty {
-                let keys = Array(firstIndexOfKey.keys)
-                var taken: [String: Int64] = [:]
-                let inserted = try await connection.query("""
-                    INSERT INTO \(unescaped: s).request_keys (key, request_id)
-                    SELECT k, nextval('\(unescaped: s).request_ids') FROM unnest(\(keys)::text[]) AS k
-                    ON CONFLICT (key) DO NOTHING RETURNING key, request_id
-                    """, logger: logger)
-                var fresh = Set<String>()
-                for try await (key, id) in inserted.decode((String, Int64).self) {
-                    taken[key] = id
-                    fresh.insert(key)
-                }
-                let seen = keys.filter { !fresh.contains($0) }
-                if !seen.isEmpty {
-                    let rows = try await connection.query(
-                        "SELECT key, request_id FROM \(unescaped: s).request_keys WHERE key = ANY(\(seen)::text[])",
-                        logger: logger)
-                    for try await (key, id) in rows.decode((String, Int64).self) { taken[key] = id }
-                }
-                for (key, index) in firstIndexOfKey.sorted(by: { $0.value < $1.value }) where fresh.contains(key) {
-                    newIDs.append(taken[key]!)
-                    newLines.append(lines[index].url)
-                }
-                for (index, line) in lines.enumerated() {
-                    if let key = line.key { ids[index] = taken[key] ?? 0 }
-                }
-            }
-            let unkeyed = lines.indices.filter { lines[$0].key == nil }
-            if !unkeyed.isEmpty {
+            // Keys seen before, in this batch or ever.
+            var keyIDs: [String: Int64] = [:]
+            let keys = Array(Set(lines.compactMap(\.key))).sorted()
+            if !keys.isEmpty {
                 let rows = try await connection.query(
-                    "SELECT nextval('\(unescaped: s).request_ids') FROM generate_series(1, \(unkeyed.count))",
+                    "SELECT key, request_id FROM \(unescaped: s).request_keys WHERE key = ANY(\(keys)::text[])",
                     logger: logger)
-                var fresh: [Int64] = []
-                for try await id in rows.decode(Int64.self) { fresh.append(id) }
-                fresh.sort()
-                for (index, id) in zip(unkeyed, fresh) {
-                    ids[index] = id
-                    newIDs.append(id)
-                    newLines.append(lines[index].url)
+                for try await (key, id) in rows.decode((String, Int64).self) { keyIDs[key] = id }
+            }
+            // One new id per line that is new (unkeyed, or its key's first line), in line order.
+            var fresh: [Int] = []
+            var firstOfKey = Set<String>()
+            for (index, line) in lines.enumerated() {
+                if let key = line.key {
+                    if keyIDs[key] == nil && firstOfKey.insert(key).inserted { fresh.append(index) }
+                } else {
+                    fresh.append(index)
                 }
             }
-            if !newIDs.isEmpty {
+            var ids = [Int64](repeating: 0, count: lines.count)
+            if !fresh.isEmpty {
+                let rows = try await connection.query(
+                    "SELECT nextval('\(unescaped: s).request_ids') FROM generate_series(1, \(fresh.count))",
+                    logger: logger)
+                var allocated: [Int64] = []
+                for try await id in rows.decode(Int64.self) { allocated.append(id) }
+                allocated.sort()
+                for (index, id) in zip(fresh, allocated) { ids[index] = id }
+            }
+            // Keys in sorted order, so enqueuers racing on the same keys wait
+            // for each other instead of deadlocking; a key another enqueuer
+            // took meanwhile keeps its id, and this line is not inserted.
+            var inserted = Set(fresh)
+            let newKeys = fresh.compactMap { index in lines[index].key.map { ($0, ids[index]) } }.sorted { $0.0 < $1.0 }
+            if !newKeys.isEmpty {
+                let rows = try await connection.query("""
+                    INSERT INTO \(unescaped: s).request_keys (key, request_id)
+                    SELECT key, id FROM unnest(\(newKeys.map(\.0))::text[], \(newKeys.map(\.1))::int8[]) AS t(key, id)
+                    ORDER BY key
+                    ON CONFLICT (key) DO NOTHING RETURNING key
+                    """, logger: logger)
+                var taken = Set<String>()
+                for try await key in rows.decode(String.self) { taken.insert(key) }
+                let lost = newKeys.map(\.0).filter { !taken.contains($0) }
+                if !lost.isEmpty {
+                    let rows = try await connection.query(
+                        "SELECT key, request_id FROM \(unescaped: s).request_keys WHERE key = ANY(\(lost)::text[])",
+                        logger: logger)
+                    for try await (key, id) in rows.decode((String, Int64).self) { keyIDs[key] = id }
+                    inserted = inserted.filter { lines[$0].key.map { !lost.contains($0) } ?? true }
+                }
+                for (key, id) in newKeys where taken.contains(key) { keyIDs[key] = id }
+            }
+            for (index, line) in lines.enumerated() {
+                if let key = line.key { ids[index] = keyIDs[key] ?? 0 }
+            }
+            let rows = inserted.sorted()
+            if !rows.isEmpty {
                 try await connection.query("""
                     INSERT INTO \(unescaped: s).requests (id, line, max_attempts)
-                    SELECT id, line, \(maxAttempts) FROM unnest(\(newIDs)::int8[], \(newLines)::text[]) AS t(id, line)
+                    SELECT id, line, \(maxAttempts)
+                    FROM unnest(\(rows.map { ids[$0] })::int8[], \(rows.map { lines[$0].url })::text[]) AS t(id, line)
                     """, logger: logger)
                 try await connection.query("SELECT pg_notify(\(channel), '')", logger: logger)
             }
@@ -85,9 +94,10 @@ struct QueueStore: Sendable {
 
     /// Registers a host; its lease runs `lease` from now.
     func register(name: String, lease: Duration, on connection: PostgresConnection) async throws -> Int64 {
+        let id = Int64.random(in: 1...Int64.max)
         let rows = try await connection.query("""
-            INSERT INTO \(unescaped: s).hosts (name, expires_at)
-            VALUES (\(name), now() + make_interval(secs => \(lease.seconds))) RETURNING id
+            INSERT INTO \(unescaped: s).hosts (id, name, expires_at)
+            VALUES (\(id), \(name), now() + make_interval(secs => \(lease.seconds))) RETURNING id
             """, logger: logger)
         for try await id in rows.decode(Int64.self) { return id }
         throw QueueError("registering the host returned no row")
@@ -109,7 +119,7 @@ struct QueueStore: Sendable {
     func unregister(host: Int64, on connection: PostgresConnection) async throws -> Int {
         try await connection.withTransaction(logger: logger) { connection in
             let rows = try await connection.query("""
-                UPDATE \(unescaped: s).requests SET leased_by = NULL WHERE leased_by = \(host) RETURNING id
+                UPDATE \(unescaped: s).requests SET leased_by = NULL, alone = false WHERE leased_by = \(host) RETURNING id
                 """, logger: logger)
             var released = 0
             for try await _ in rows.decode(Int64.self) { released += 1 }
@@ -119,9 +129,10 @@ struct QueueStore: Sendable {
         }
     }
 
-    /// Expired hosts are removed; their requests go back to the queue, or,
-    /// past their attempts, end dead with an `Abandoned` error outcome.
-    /// Returns (returned to the queue, dead).
+    /// Expired hosts are removed. Their requests go back to the queue as
+    /// suspects, which run alone; one that was running alone takes a strike,
+    /// and at `max_attempts` strikes it is dead, with an `Abandoned` error
+    /// outcome. Returns (returned to the queue, dead).
     func rescue(recordedBy host: String, on connection: PostgresConnection) async throws -> (Int, Int) {
         try await connection.withTransaction(logger: logger) { connection in
             try await connection.query(
@@ -131,17 +142,18 @@ struct QueueStore: Sendable {
                 leased_by IS NOT NULL AND NOT EXISTS (SELECT 1 FROM \(s).hosts h WHERE h.id = leased_by)
                 """
             let released = try await connection.query(PostgresQuery(unsafeSQL: """
-                UPDATE \(s).requests SET leased_by = NULL WHERE \(orphaned) AND attempt < max_attempts RETURNING id
+                UPDATE \(s).requests SET leased_by = NULL, suspect = true, strikes = strikes + alone::int, alone = false
+                WHERE \(orphaned) AND strikes + alone::int < max_attempts RETURNING id
                 """), logger: logger)
             var returned = 0
             for try await _ in released.decode(Int64.self) { returned += 1 }
             let exhausted = try await connection.query(PostgresQuery(unsafeSQL: """
-                DELETE FROM \(s).requests WHERE \(orphaned) RETURNING id, line, attempt, enqueued_at
+                DELETE FROM \(s).requests WHERE \(orphaned) RETURNING id, line, strikes + alone::int, enqueued_at, attempt
                 """), logger: logger)
             var ids: [Int64] = [], lines: [String] = [], attempts: [Int32] = [], enqueued: [Date] = []
             var outcomes: [String] = [], params: [String] = [], callbacks: [String] = []
-            for try await (id, line, attempt, enqueuedAt) in exhausted.decode((Int64, String, Int32, Date).self) {
-                let record = DeadRequest.record(line: line, attempts: Int(attempt))
+            for try await (id, line, strikes, enqueuedAt, attempt) in exhausted.decode((Int64, String, Int32, Date, Int32).self) {
+                let record = DeadRequest.record(line: line, strikes: Int(strikes))
                 ids.append(id); lines.append(line); attempts.append(attempt); enqueued.append(enqueuedAt)
                 outcomes.append(record.outcome.kind.rawValue)
                 params.append(StoredParameters.encode(record.outcome.parameters))
@@ -165,30 +177,69 @@ struct QueueStore: Sendable {
 
     // MARK: claim and record
 
-    /// Leases up to `limit` waiting requests, oldest first, to `host`; each
-    /// one's attempt goes up by one, which fences every earlier holder.
-    func claim(limit: Int, host: Int64, on connection: PostgresConnection) async throws -> [ClaimedRequest] {
-        let rows = try await connection.query("""
-            WITH next AS (
-                SELECT id FROM \(unescaped: s).requests WHERE leased_by IS NULL
-                ORDER BY id LIMIT \(limit) FOR UPDATE SKIP LOCKED)
-            UPDATE \(unescaped: s).requests r SET leased_by = \(host), attempt = r.attempt + 1, leased_at = now()
-            FROM next WHERE r.id = next.id
-            RETURNING r.id, r.line, r.attempt
-            """, logger: logger)
-        var claimed: [ClaimedRequest] = []
-        for try await (id, line, attempt) in rows.decode((Int64, String, Int32).self) {
-            claimed.append(ClaimedRequest(id: id, line: line, attempt: attempt, host: host))
-        }
-        claimed.sort { $0.id < $1.id }
-        return claimed
+    /// What a claim found.
+    struct Claim: Sendable {
+        var requests: [ClaimedRequest] = []
+        /// The host's lease had run out: it claimed nothing and must register again.
+        var hostGone = false
+        /// Suspects wait: they run alone, before more work is claimed.
+        var suspectsWaiting = false
     }
 
-    /// The requests `host` holds (after a claim whose answer was lost: they
-    /// are this host's to run, not anyone else's).
-    func held(by host: Int64, on connection: PostgresConnection) async throws -> [ClaimedRequest] {
+    /// Leases up to `limit` waiting requests (suspects excluded), oldest
+    /// first, to `host`, only while its lease is live, which this also
+    /// extends. Each claim raises the request's attempt, and the lease is
+    /// (host, attempt): that fences every earlier holder.
+    func claim(limit: Int, host: Int64, lease: Duration, on connection: PostgresConnection) async throws -> Claim {
+        try await claim(limit: limit, host: host, lease: lease, suspects: false, on: connection)
+    }
+
+    /// Leases one suspect, alone: the host runs nothing else meanwhile.
+    func claimSuspect(host: Int64, lease: Duration, on connection: PostgresConnection) async throws -> Claim {
+        try await claim(limit: 1, host: host, lease: lease, suspects: true, on: connection)
+    }
+
+    private func claim(limit: Int, host: Int64, lease: Duration, suspects: Bool,
+                       on connection: PostgresConnection) async throws -> Claim {
         let rows = try await connection.query("""
-            SELECT id, line, attempt FROM \(unescaped: s).requests WHERE leased_by = \(host) ORDER BY id
+            WITH live AS (
+                UPDATE \(unescaped: s).hosts SET expires_at = now() + make_interval(secs => \(lease.seconds))
+                WHERE id = \(host) AND expires_at > now() RETURNING id),
+            next AS (
+                SELECT id FROM \(unescaped: s).requests
+                WHERE leased_by IS NULL AND suspect = \(suspects) AND EXISTS (SELECT 1 FROM live)
+                ORDER BY id LIMIT \(limit) FOR UPDATE SKIP LOCKED),
+            claimed AS (
+                UPDATE \(unescaped: s).requests r
+                SET leased_by = \(host), attempt = r.attempt + 1, leased_at = now(), alone = \(suspects)
+                FROM next WHERE r.id = next.id
+                RETURNING r.id, r.line, r.attempt)
+            SELECT id, line, attempt, 0 FROM claimed
+            UNION ALL SELECT 0, '', 0, 1 WHERE NOT EXISTS (SELECT 1 FROM live)
+            UNION ALL SELECT 0, '', 0, 2 WHERE EXISTS (
+                SELECT 1 FROM \(unescaped: s).requests WHERE leased_by IS NULL AND suspect)
+            """, logger: logger)
+        var claim = Claim()
+        for try await (id, line, attempt, marker) in rows.decode((Int64, String, Int32, Int32).self) {
+            switch marker {
+            case 1: claim.hostGone = true
+            case 2: claim.suspectsWaiting = true
+            default: claim.requests.append(ClaimedRequest(id: id, line: line, attempt: attempt, host: host))
+            }
+        }
+        claim.requests.sort { $0.id < $1.id }
+        return claim
+    }
+
+    /// The requests `host` holds (after a claim whose answer was lost, or
+    /// that committed late: they are this host's to run, not anyone
+    /// else's), leased at least `olderThan` ago, so a claim whose answer is
+    /// on its way is not among them.
+    func held(by host: Int64, olderThan: Duration = .zero, on connection: PostgresConnection) async throws -> [ClaimedRequest] {
+        let rows = try await connection.query("""
+            SELECT id, line, attempt FROM \(unescaped: s).requests
+            WHERE leased_by = \(host) AND leased_at <= now() - make_interval(secs => \(olderThan.seconds))
+            ORDER BY id
             """, logger: logger)
         var held: [ClaimedRequest] = []
         for try await (id, line, attempt) in rows.decode((Int64, String, Int32).self) {
@@ -202,7 +253,7 @@ struct QueueStore: Sendable {
     func release(_ requests: [ClaimedRequest], on connection: PostgresConnection) async throws {
         guard !requests.isEmpty else { return }
         try await connection.query("""
-            UPDATE \(unescaped: s).requests r SET leased_by = NULL, attempt = r.attempt - 1
+            UPDATE \(unescaped: s).requests r SET leased_by = NULL, attempt = r.attempt - 1, alone = false
             FROM unnest(\(requests.map(\.id))::int8[], \(requests.map(\.attempt))::int4[], \(requests.map(\.host))::int8[])
                 AS f(id, attempt, host)
             WHERE r.id = f.id AND r.attempt = f.attempt AND r.leased_by = f.host
@@ -323,17 +374,18 @@ struct QueueStore: Sendable {
         return outcomes
     }
 
-    /// Puts dead requests back in the queue (all of them when `ids` is nil),
-    /// with their attempts reset; returns the ids re-queued.
+    /// Puts dead requests back in the queue (all of them when `ids` is nil)
+    /// with no strikes; they run alone, as suspects. Their attempt keeps
+    /// counting runs. Returns the ids re-queued.
     func retryDead(_ ids: [Int64]?, maxAttempts: Int, on connection: PostgresConnection) async throws -> [Int64] {
         try await connection.withTransaction(logger: logger) { connection in
             let rows = try await connection.query("""
                 WITH revived AS (
                     DELETE FROM \(unescaped: s).outcomes
                     WHERE dead AND (\(ids == nil) OR request_id = ANY(\(ids ?? [])::int8[]))
-                    RETURNING request_id, line)
-                INSERT INTO \(unescaped: s).requests (id, line, max_attempts)
-                SELECT request_id, line, \(maxAttempts) FROM revived
+                    RETURNING request_id, line, attempts)
+                INSERT INTO \(unescaped: s).requests (id, line, max_attempts, attempt, suspect)
+                SELECT request_id, line, \(maxAttempts), attempts, true FROM revived
                 RETURNING id
                 """, logger: logger)
             var revived: [Int64] = []
@@ -349,6 +401,10 @@ struct QueueStore: Sendable {
     func prune(retention: Duration, batch: Int = 5_000, on connection: PostgresConnection) async throws -> Int {
         var total = 0
         while true {
+            let count = try await connection.withTransaction(logger: logger) { connection in
+            // A host's connections cut statements off after a few seconds;
+            // a batch of a large table may take longer.
+            try await connection.query("SET LOCAL statement_timeout = '5min'", logger: logger)
             let rows = try await connection.query("""
                 WITH gone AS (
                     DELETE FROM \(unescaped: s).outcomes WHERE request_id IN (
@@ -362,6 +418,8 @@ struct QueueStore: Sendable {
                 """, logger: logger)
             var count = 0
             for try await n in rows.decode(Int64.self) { count = Int(n) }
+            return count
+            }
             total += count
             if count < batch { return total }
         }

@@ -228,8 +228,8 @@ struct EnqueueCommand: ParsableCommand {
             for raw in lines {
                 if let flushError { throw flushError }
                 number += 1
-                let text = raw.trimmingCharacters(in: .whitespaces)
-                if text.isEmpty || text.hasPrefix("#") { continue }
+                let text = Self.trimmed(raw)
+                if text.isEmpty || text.first == UInt8(ascii: "#") { continue }
                 do throws(EnqueueLineError) {
                     batch.append(try Self.parse(text, limits: limits))
                 } catch {
@@ -249,24 +249,49 @@ struct EnqueueCommand: ParsableCommand {
 
     struct EnqueueLineError: Error { let message: String }
 
-    /// `URL` or `KEY<TAB>URL`, checked as the host will parse it.
-    static func parse(_ text: String, limits: ParseLimits) throws(EnqueueLineError) -> EnqueueLine {
-        var key: String?
-        var url = text
-        if let tab = text.firstIndex(of: "\t") {
-            key = String(text[..<tab])
-            url = text[text.index(after: tab)...].trimmingCharacters(in: .whitespaces)
-            if key!.isEmpty { throw EnqueueLineError(message: "empty idempotency key before the tab") }
+    /// The longest idempotency key, in bytes.
+    static let maxKeyBytes = 1_024
+
+    /// A line without leading and trailing spaces and tabs, as `run` trims it.
+    static func trimmed(_ line: [UInt8]) -> ArraySlice<UInt8> {
+        let blank: (UInt8) -> Bool = { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") || $0 == UInt8(ascii: "\r") }
+        guard let first = line.firstIndex(where: { !blank($0) }), let last = line.lastIndex(where: { !blank($0) }) else {
+            return []
         }
-        if url.utf8.count > limits.maxLineBytes {
+        return line[first...last]
+    }
+
+    /// `URL` or `KEY<TAB>URL`, checked as the host will parse it: valid
+    /// UTF-8 and a URL `run` accepts; a key of printable text.
+    static func parse(_ text: ArraySlice<UInt8>, limits: ParseLimits) throws(EnqueueLineError) -> EnqueueLine {
+        var key: String?
+        var urlBytes = text
+        if let tab = text.firstIndex(of: UInt8(ascii: "\t")) {
+            let keyBytes = text[..<tab]
+            urlBytes = trimmed(Array(text[(tab + 1)...]))
+            if keyBytes.isEmpty { throw EnqueueLineError(message: "empty idempotency key before the tab") }
+            if keyBytes.count > maxKeyBytes {
+                throw EnqueueLineError(message: "idempotency key is longer than \(maxKeyBytes) bytes")
+            }
+            if keyBytes.contains(where: { $0 < 0x20 || $0 == 0x7F }) {
+                throw EnqueueLineError(message: "idempotency key holds a control character")
+            }
+            guard let valid = String(validating: keyBytes, as: UTF8.self) else {
+                throw EnqueueLineError(message: "idempotency key is not valid UTF-8")
+            }
+            key = valid
+        }
+        if urlBytes.count > limits.maxLineBytes {
             throw EnqueueLineError(message: "line is longer than the limit of \(limits.maxLineBytes) bytes")
         }
+        let bytes = Array(urlBytes)
         do {
-            _ = try RequestURL(parsing: url, limits: limits)
+            _ = try bytes.withUnsafeBufferPointer { buffer throws(URLParseError) in try RequestURL(parsing: buffer, limits: limits) }
         } catch {
             throw EnqueueLineError(message: "invalid URL: \(error.message)")
         }
-        return EnqueueLine(url: url, key: key)
+        // RequestURL accepted it, so it is valid UTF-8.
+        return EnqueueLine(url: String(decoding: bytes, as: UTF8.self), key: key)
     }
 }
 
@@ -286,18 +311,18 @@ struct LineSplitter: Sequence, IteratorProtocol {
         self.beforeBlocking = beforeBlocking
     }
 
-    mutating func next() -> String? {
+    mutating func next() -> [UInt8]? {
         while true {
             if let newline = buffer[start...].firstIndex(of: UInt8(ascii: "\n")) {
                 var end = newline
                 if end > start && buffer[end - 1] == UInt8(ascii: "\r") { end -= 1 }
-                let line = String(decoding: buffer[start..<end], as: UTF8.self)
+                let line = Array(buffer[start..<end])
                 start = newline + 1
                 return line
             }
             if ended {
                 guard start < buffer.count else { return nil }
-                let line = String(decoding: buffer[start...], as: UTF8.self)
+                let line = Array(buffer[start...])
                 start = buffer.count
                 return line
             }

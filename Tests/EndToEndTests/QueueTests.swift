@@ -144,36 +144,109 @@ struct QueueTests {
         #expect(!enqueue.stderr.contains("s3cret"), "\(enqueue.stderr)")
     }
 
-    @Test("a request whose host dies every time ends dead after its attempts, with an Abandoned outcome; retry re-queues it")
-    func deadAfterAttempts() throws {
-        let queue = try TestPostgres.initializedDatabase()
-        let fixture = try HostFixture()  // in-process: the crash takes the host down
-        let id = try Self.enqueue(queue, ["faulty://x-callback-url/crash?x-error=app://failed"], ["--max-attempts", "2"]).lines
-        #expect(id.count == 1)
-        // No Swift backtrace: it takes seconds of a crashing host's time.
+    /// The environment of a host that may crash in process: no Swift
+    /// backtrace, which takes seconds of a crashing host's time.
+    static var crashingHostEnvironment: [String: String] {
         var environment = ProcessInfo.processInfo.environment
         environment["SWIFT_BACKTRACE"] = "enable=no"
         environment["XCALLBACK_PLUGIN_PATH"] = nil
-        for attempt in 1...2 {
-            let host = try ChildProcess(fixture.runPrefix + ["--queue", queue, "--lease", "1"], environment: environment)
-            let status = host.waitForExit(timeout: 30)
-            #expect(status != .exited(0), "attempt \(attempt): \(host.stderr)")
+        return environment
+    }
+
+    @Test("a request that takes down every host running it alone is dead after --max-attempts, with Abandoned; its neighbours are not")
+    func deadAfterAttempts() throws {
+        let queue = try TestPostgres.initializedDatabase()
+        let fixture = try HostFixture()  // in-process: the crash takes the host down
+        let lines = ["faulty://x-callback-url/crash?x-error=app://failed"] + Self.additions(100)
+        let ids = try Self.enqueue(queue, lines, ["--max-attempts", "2"]).lines
+        try #require(ids.count == 101)
+        // The first host dies with its whole batch; its requests come back as
+        // suspects, which run alone: the crash then takes down two more hosts.
+        for round in 1...3 {
+            let host = try ChildProcess(fixture.runPrefix + ["--queue", queue, "--lease", "1"],
+                                        environment: Self.crashingHostEnvironment)
+            let status = host.waitForExit(timeout: 60)
+            #expect(status != .exited(0), "round \(round): \(host.stderr)")
         }
-        // A third host finds the second's lease run out: the request is dead.
-        let survivor = try Self.startHost(fixture, queue, ["--lease", "1"])
+        // A fourth finds the crash at two strikes: dead. The others run.
+        let survivor = try ChildProcess(fixture.runPrefix + ["--queue", queue, "--lease", "1", "--log-level", "info"],
+                                        environment: Self.crashingHostEnvironment)
+        // The hosts before it may have run some of the hundred alone too.
+        let deadline = Date(timeIntervalSinceNow: TestTiming.scaled(60))
+        while try Self.status(queue)["done"]! < 100 && Date() < deadline {
+            _ = survivor.waitForStdoutLines(100, timeout: 0.2)
+        }
         #expect(survivor.waitForStderr(containing: "ran out of attempts", timeout: 30), "\(survivor.stderr)")
         survivor.send(signal: SIGTERM)
         #expect(survivor.waitForExit(timeout: 30) == .exited(0))
         let dead = try xcallback(["queue", "dead", queue])
-        #expect(dead.lines == ["\(id[0])\t2\tfaulty://x-callback-url/crash?x-error=app://failed"])
+        #expect(dead.lines == ["\(ids[0])\t3\tfaulty://x-callback-url/crash?x-error=app://failed"])
         let outcomes = try xcallback(["outcomes", "--queue", queue])
-        #expect(outcomes.lines.count == 1)
-        #expect(outcomes.lines.first?.hasPrefix("app://failed?errorCode=Abandoned&errorMessage=no%20outcome%20after%202%20attempt") == true,
-                "\(outcomes.lines)")
-        let retried = try xcallback(["queue", "retry", queue, id[0]])
-        #expect(retried.lines == [id[0]])
+        #expect(outcomes.lines.count == 101)
+        #expect(outcomes.lines.filter { $0.hasPrefix("success?result=") }.count == 100)
+        #expect(outcomes.lines.contains { $0.hasPrefix("app://failed?errorCode=Abandoned&errorMessage=no%20outcome") }, "\(outcomes.lines)")
+        let retried = try xcallback(["queue", "retry", queue, ids[0]])
+        #expect(retried.lines == [ids[0]])
         #expect(try Self.status(queue)["ready"] == 1)
         #expect(try Self.status(queue)["dead"] == 0)
+    }
+
+    @Test("a host frozen past its lease claims nothing under its old id when it wakes: it registers again, and nothing is dead")
+    func frozenHostRegistersAgain() throws {
+        let queue = try TestPostgres.initializedDatabase()
+        let fixture = try HostFixture(isolation: "process")
+        let first = try Self.startHost(fixture, queue)
+        #expect(first.waitForStderr(containing: "consuming", timeout: 30))
+        kill(first.pid, SIGSTOP)
+        let second = try Self.startHost(fixture, queue)
+        #expect(second.waitForStderr(containing: "consuming", timeout: 30))
+        // The second host finds the first's lease run out and removes it.
+        let deadline = Date(timeIntervalSinceNow: TestTiming.scaled(30))
+        while try TestPostgres.psql(queue, "SELECT count(*) FROM xcallback.hosts") != "1" && Date() < deadline { usleep(50_000) }
+        kill(second.pid, SIGSTOP)
+        _ = try Self.enqueue(queue, (0..<20).map { "faulty://x-callback-url/sleep?ms=500&n=\($0)" }, ["--max-attempts", "1"])
+        kill(first.pid, SIGCONT)
+        #expect(first.waitForStdoutLines(20, timeout: 60), "\(first.stderr)")
+        kill(second.pid, SIGCONT)
+        for host in [first, second] { host.send(signal: SIGTERM) }
+        #expect(first.waitForExit(timeout: 30) == .exited(0), "first: \(first.stderr)")
+        #expect(second.waitForExit(timeout: 30) == .exited(0), "second: \(second.stderr)")
+        #expect(first.stderr.contains("it goes on as host"), "\(first.stderr)")
+        let status = try Self.status(queue)
+        #expect(status["done"] == 20 && status["dead"] == 0, "\(status)")
+    }
+
+    @Test("enqueue: ids follow line order, keyed or not; bad keys and invalid UTF-8 are rejected by line number, the rest kept")
+    func enqueueOrderAndBadLines() throws {
+        let queue = try TestPostgres.initializedDatabase()
+        let good = "calc://x-callback-url/add?lhs=1&rhs=2"
+        var input: [UInt8] = []
+        for line in [good, "kA\t" + good, good, "kB\t" + good] { input += Array((line + "\n").utf8) }
+        input += Array("k\u{1}ey\t\(good)\n".utf8)                                   // line 5: control character in the key
+        input += Array("calc://x-callback-url/add?lhs=".utf8) + [0xFF] + Array("&rhs=2\n".utf8)  // line 6: invalid UTF-8
+        input += Array((String(repeating: "k", count: 2_000) + "\t" + good + "\n").utf8)  // line 7: key too long
+        input += Array((good + "\n").utf8)
+        let result = try xcallback(["enqueue", "--queue", queue], input: input)
+        #expect(result.status == .exited(1))
+        let ids = result.lines.compactMap { Int($0) }
+        #expect(ids.count == 5)
+        #expect(ids == ids.sorted() && Set(ids).count == 5, "\(ids)")
+        #expect(result.stderr.contains("stdin:5: idempotency key holds a control character"), "\(result.stderr)")
+        #expect(result.stderr.contains("stdin:6: invalid URL: invalid UTF-8"), "\(result.stderr)")
+        #expect(result.stderr.contains("stdin:7: idempotency key is longer than"), "\(result.stderr)")
+    }
+
+    @Test("four enqueues of the same keyed lines at once: each key is enqueued once, every run prints the same ids")
+    func concurrentKeyedEnqueues() throws {
+        let queue = try TestPostgres.initializedDatabase()
+        let lines = (0..<1_000).map { "key-\($0)\tcalc://x-callback-url/add?lhs=\($0)&rhs=1" }
+        let input = Array(lines.map { $0 + "\n" }.joined().utf8)
+        let runs = try (0..<4).map { _ in try ChildProcess(["enqueue", "--queue", queue], stdin: .bytes(input)) }
+        for run in runs { #expect(run.waitForExit(timeout: 120) == .exited(0), "\(run.stderr)") }
+        let outputs = runs.map(\.stdoutLines)
+        #expect(outputs.allSatisfy { $0 == outputs[0] })
+        #expect(Set(outputs[0]).count == 1_000)
+        #expect(try Self.status(queue)["ready"] == 1_000)
     }
 
     @Test("a host that lost its lease cannot record: the request runs again elsewhere and has one outcome")
@@ -240,8 +313,8 @@ struct QueueTests {
         try #require(ids.count == 2)
         // The second was claimed once by a host whose lease has since run out.
         try TestPostgres.psql(queue, """
-            INSERT INTO xcallback.hosts (name, expires_at) VALUES ('gone:1', now() - interval '1 minute');
-            UPDATE xcallback.requests SET leased_by = (SELECT max(id) FROM xcallback.hosts), attempt = 1 WHERE id = \(ids[1])
+            INSERT INTO xcallback.hosts (id, name, expires_at) VALUES (12345, 'gone:1', now() - interval '1 minute');
+            UPDATE xcallback.requests SET leased_by = 12345, attempt = 1 WHERE id = \(ids[1])
             """)
         let host = try Self.startHost(fixture, queue, ["--lease", "1", "--output", "jsonl"])
         #expect(host.waitForStdoutLines(2, timeout: 60), "\(host.stderr)")
