@@ -271,7 +271,8 @@ public final class Host: Sendable {
         }
         let endpoint = WorkerEndpoint(first: worker, executable: executable, security: security, sandboxing: sandboxing,
                                       takenRoutes: { [registry] in registry.takenRoutes(excluding: path) }, spawner: spawner,
-                                      policy: configuration.restartPolicy, logger: logger)
+                                      policy: configuration.restartPolicy, logger: logger,
+                                      hostStopping: { [stopSignal] in stopSignal.isRaised })
         logger.info("loaded plug-in '\(PrintableText.escaping(info.name))' \(PrintableText.escaping(info.version)) from \(PrintableText.escaping(path)) in worker \(worker.pid) with \(routes.count) route(s)")
         return Prepared(endpoint: endpoint, info: info, routes: routes)
     }
