@@ -33,6 +33,9 @@ public final class Host: Sendable {
     let sandboxing: WorkerSandboxing
     /// The stamp of every plug-in file looked at, loaded or refused.
     private let stamps = Lock<[String: FileStamp]>([:])
+    /// Set when a write to stdout found its reader gone: the host then ends
+    /// quietly (SPEC section 3), with no warning about the input it left.
+    private let outputClosed = Atomic<Bool>(false)
 
     public init(configuration: HostConfiguration, logger: Logger) {
         self.configuration = configuration
@@ -59,6 +62,9 @@ public final class Host: Sendable {
 
     /// How the records written so far ended (the summary line's numbers).
     public var outcomes: OutcomeCounts { tally.snapshot }
+
+    /// Whether the host stopped because its stdout was closed.
+    public var stoppedByClosedOutput: Bool { outputClosed.load(ordering: .acquiring) }
 
     /// Says once, at start, what the workers' sandbox lacks on this kernel;
     /// with `--sandbox strict`, refuses to start instead.
@@ -419,6 +425,7 @@ public final class Host: Sendable {
         OutputSink(descriptor: output, format: configuration.output, keepOrder: configuration.keepOrder,
                    opener: opener, tally: tally, onClosed: { [self] in
                        // A closed stdout ends the host quietly (SPEC section 3).
+                       outputClosed.store(true, ordering: .releasing)
                        requestStop()
                    })
     }
@@ -436,7 +443,9 @@ public final class Host: Sendable {
     /// Waits for every record the loop owes; after a stop request, only for
     /// the grace period, then answers `Timeout` for what is left.
     private func drain(_ loop: InputLoop) {
-        if loop.droppedPartialLine {
+        // After stdout closed, the input left unread is what no one wants.
+        let quiet = stoppedByClosedOutput
+        if loop.droppedPartialLine && !quiet {
             logger.warning("stopped while a line was still being written; that unterminated line was not run")
         }
         if loop.refusedCount > 0 {
@@ -445,7 +454,7 @@ public final class Host: Sendable {
         if loop.closedIdle {
             logger.info("closed a socket connection that sent no complete request line for \(configuration.idleTimeout), with none in flight")
         }
-        if loop.leftInputUnread {
+        if loop.leftInputUnread && !quiet {
             logger.warning("stopped reading with input still waiting after the grace period; it was not read")
         }
         let owed = loop.lineCount
