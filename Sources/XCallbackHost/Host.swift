@@ -84,10 +84,20 @@ public final class Host: Sendable {
         if requireDirectories, let problem = scan.unreadableDirectories.first {
             throw HostSetupError("unusable plug-in directory: \(problem)")
         }
+        // A default folder that does not exist is simply not used; one that
+        // exists and cannot be used is a problem to fix, and is said so.
         for problem in scan.unreadableDirectories {
-            logger.debug("skipping plug-in directory \(problem)")
+            if scan.missingDirectories.contains(where: { problem.hasPrefix($0 + ": ") }) {
+                logger.debug("skipping plug-in directory \(problem)")
+            } else {
+                logger.warning("skipping plug-in directory \(problem)")
+            }
         }
         reconcile(scan, probeFirst: false)
+        if !registry.statuses.contains(where: \.isLoaded) {
+            let searched = configuration.pluginDirectories.map(PrintableText.escaping).joined(separator: ", ")
+            logger.warning("no plug-in loaded; searched \(searched) (--plugins DIR or XCALLBACK_PLUGIN_PATH name others)")
+        }
     }
 
     /// Brings the loaded plug-ins in line with the plug-in directories:

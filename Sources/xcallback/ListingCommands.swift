@@ -56,7 +56,11 @@ struct PluginsCommand: ParsableCommand {
     func run() throws {
         let sandboxing = try sandbox.sandboxing()
         let security = FileSecurity(allowInsecure: plugins.allowInsecure)
-        for status in try probeAll(plugins, sandboxing: sandboxing) {
+        let statuses = try probeAll(plugins, sandboxing: sandboxing)
+        if statuses.isEmpty {
+            Failure.note("no plug-in files found; searched \(plugins.resolved.map(shown).joined(separator: ", "))")
+        }
+        for status in statuses {
             let effective = sandboxing.describe(forPluginAt: status.path, security: security, isolation: .process)
             if json {
                 print(JSONText.object([

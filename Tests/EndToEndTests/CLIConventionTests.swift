@@ -38,4 +38,66 @@ struct CLIConventionTests {
         #expect(!child.stderr.contains("warning"), "stderr: \(child.stderr)")
         #expect(!looksLikeACrash(child.stderr), "stderr: \(child.stderr)")
     }
+
+    // MARK: plug-in folders
+
+    /// The runner's environment with HOME at `home` and nothing naming
+    /// plug-in folders: the defaults apply.
+    private static func defaultsEnvironment(home: String) -> [String: String] {
+        var environment = ProcessInfo.processInfo.environment
+        environment["XCALLBACK_PLUGIN_PATH"] = nil
+        environment["XDG_DATA_HOME"] = nil
+        environment["HOME"] = home
+        return environment
+    }
+
+    private static let systemFoldersAbsent =
+        access("/usr/local/lib/xcallback/plugins", F_OK) != 0 && access("/usr/lib/xcallback/plugins", F_OK) != 0
+
+    @Test("missing default plug-in folders are skipped silently; run with no plug-in says which folders it searched",
+          .enabled(if: systemFoldersAbsent), .scaledTimeLimit(minutes: 1))
+    func missingDefaultFolders() throws {
+        let scratch = try Scratch()
+        let environment = Self.defaultsEnvironment(home: scratch.path)
+        let child = try ChildProcess(["run", "--isolation", "none"], stdin: .bytes(Array("\(Self.add)\n".utf8)),
+                                     environment: environment)
+        #expect(child.waitForExit(timeout: 10) == .exited(0), "stderr: \(child.stderr)")
+        let searched = "\(scratch.path)/.local/share/xcallback/plugins, /usr/local/lib/xcallback/plugins, /usr/lib/xcallback/plugins"
+        #expect(child.stderr.contains("no plug-in loaded; searched \(searched)"), "stderr: \(child.stderr)")
+        #expect(!child.stderr.contains("skipping"), "stderr: \(child.stderr)")
+        #expect(!child.stderr.contains("No such file"), "stderr: \(child.stderr)")
+
+        // A long-running host watches the folders: a missing one is no warning there either.
+        let fifo = scratch.file("requests.fifo")
+        let served = try ChildProcess(["run", "--isolation", "none", "--fifo", fifo], environment: environment)
+        try #require(waitForFIFOReader(fifo, host: served), "stderr: \(served.stderr)")
+        served.send(signal: SIGTERM)
+        #expect(served.waitForExit(timeout: 10) == .exited(0), "stderr: \(served.stderr)")
+        #expect(!served.stderr.contains("cannot watch"), "stderr: \(served.stderr)")
+        #expect(!served.stderr.contains("No such file"), "stderr: \(served.stderr)")
+    }
+
+    @Test("a default plug-in folder that exists but cannot be used is reported, not buried")
+    func unusableDefaultFolder() throws {
+        let scratch = try Scratch()
+        let folder = scratch.path + "/.local/share/xcallback/plugins"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: Products.plugin("Calculator"), toPath: folder + "/libCalculator.so")
+        chmod(folder, 0o777)
+        let child = try ChildProcess(["run", "--isolation", "none"], stdin: .bytes(Array("\(Self.add)\n".utf8)),
+                                     environment: Self.defaultsEnvironment(home: scratch.path))
+        #expect(child.waitForExit(timeout: 10) == .exited(0), "stderr: \(child.stderr)")
+        #expect(child.stderr.contains("skipping plug-in directory \(folder): refused: directory is writable by others"),
+                "stderr: \(child.stderr)")
+    }
+
+    @Test("plugins on an empty folder says which folders it searched")
+    func pluginsOnEmptyFolder() throws {
+        let scratch = try Scratch()
+        let empty = try scratch.pluginDirectory([], name: "empty")
+        let result = try xcallback(["plugins", "--plugins", empty])
+        #expect(result.status == .exited(0), "stderr: \(result.stderr)")
+        #expect(result.stdout.isEmpty)
+        #expect(result.stderr == "xcallback: no plug-in files found; searched \(empty)\n")
+    }
 }
