@@ -100,7 +100,10 @@ struct RunCommand: ParsableCommand {
         if !(lease >= 1) { throw ValidationError("--lease must be at least 1 second") }
         if batchSize < 1 { throw ValidationError("--batch-size must be at least 1") }
         if !(retention > 0) { throw ValidationError("--retention must be a positive number of seconds") }
-        if Logger.Level(rawValue: logLevel) == nil { throw ValidationError("unknown --log-level '\(logLevel)'") }
+        if Logger.Level(rawValue: logLevel) == nil {
+            let levels = Logger.Level.allCases.map { "'\($0.rawValue)'" }.joined(separator: ", ")
+            throw ValidationError("The value '\(logLevel)' is invalid for '--log-level <log-level>'. Please provide one of \(levels).")
+        }
     }
 
     func run() throws {

@@ -21,6 +21,67 @@ struct CLIConventionTests {
             && !stderr.contains("Error:") && !stderr.contains("Usage:")
     }
 
+    // MARK: --version
+
+    @Test("--version prints the version and exits 0")
+    func version() throws {
+        let result = try xcallback(["--version"])
+        #expect(result.status == .exited(0), "stderr: \(result.stderr)")
+        #expect(result.stdout == "0.9.0\n")
+        #expect(result.stderr.isEmpty)
+    }
+
+    // MARK: errors
+
+    @Test("a typo'd command gets a suggestion, in the one error style (64)",
+          arguments: [("rnu", "run"), ("plugns", "plugins"), ("chek", "check"), ("rotues", "routes")])
+    func commandSuggestion(typo: String, meant: String) throws {
+        let result = try xcallback([typo])
+        #expect(result.status == .exited(64))
+        #expect(result.stdout.isEmpty)
+        #expect(result.stderr == "xcallback: unknown command '\(typo)'; did you mean '\(meant)'?\n")
+    }
+
+    @Test("usage errors from the parser come in the one error style, with a suggestion where one is close")
+    func oneErrorStyle() throws {
+        let typo = try xcallback(["run", "--keep-ordr"])
+        #expect(typo.status == .exited(64))
+        #expect(typo.stderr.contains("'--keep-order'"), "stderr: \(typo.stderr)")
+        #expect(Self.isOneStyle(typo.stderr), "stderr: \(typo.stderr)")
+        #expect(ChildProcess.lines(typo.stderr).count == 1, "stderr: \(typo.stderr)")
+
+        let far = try xcallback(["frobnicate"])
+        #expect(far.status == .exited(64))
+        #expect(Self.isOneStyle(far.stderr), "stderr: \(far.stderr)")
+        #expect(far.stderr.contains("run, plugins"), "stderr: \(far.stderr)")
+
+        let validation = try xcallback(["run", "--timeout", "0"])
+        #expect(validation.status == .exited(64))
+        #expect(Self.isOneStyle(validation.stderr), "stderr: \(validation.stderr)")
+        #expect(validation.stderr.contains("--timeout must be a positive number"), "stderr: \(validation.stderr)")
+
+        // A command's own error: the same style, status 1.
+        let own = try xcallback(["run", "--plugins", "/nonexistent/xcallback-plugins"])
+        #expect(own.status == .exited(1))
+        #expect(Self.isOneStyle(own.stderr), "stderr: \(own.stderr)")
+    }
+
+    @Test("an invalid enum value lists the valid ones", arguments: [
+        ("--isolation", ["process", "none"]), ("--output", ["url", "jsonl"]), ("--log-format", ["text", "json"]),
+        ("--sandbox", ["auto", "strict", "off"]),
+        ("--log-level", ["trace", "debug", "info", "notice", "warning", "error", "critical"]),
+    ])
+    func enumValues(option: String, values: [String]) throws {
+        let result = try xcallback(["run", option, "bogus"])
+        #expect(result.status == .exited(64))
+        #expect(Self.isOneStyle(result.stderr), "stderr: \(result.stderr)")
+        #expect(ChildProcess.lines(result.stderr).count == 1, "stderr: \(result.stderr)")
+        #expect(result.stderr.contains("'bogus'"), "stderr: \(result.stderr)")
+        for value in values {
+            #expect(result.stderr.contains("'\(value)'"), "\(value) missing: \(result.stderr)")
+        }
+    }
+
     // MARK: closed stdout
 
     @Test("a closed stdout ends the host quietly: exit 0, no warning about the line being read",
