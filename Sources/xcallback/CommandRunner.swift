@@ -24,7 +24,9 @@ enum CommandRunner {
         } catch {
             fail(error)
         }
-        exit(0)
+        // A run stopped by Ctrl-C reports it, as shells expect of an
+        // interrupted program (SIGTERM is a requested stop: 0).
+        exit(SignalWaiter.stoppedByInterrupt ? 130 : 0)
     }
 
     /// `xcallback rnu …`: ArgumentParser would say "Unexpected argument";

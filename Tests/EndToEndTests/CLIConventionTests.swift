@@ -82,6 +82,65 @@ struct CLIConventionTests {
         }
     }
 
+    // MARK: signals
+
+    /// What a stop must never show: a worker taken for crashed or restarted.
+    private static func falseCrashLines(_ stderr: String) -> [String] {
+        ChildProcess.lines(stderr).filter {
+            $0.contains("restarting") || $0.contains("replacing") || $0.contains("was killed") || $0.contains("PluginCrashed")
+                || $0.contains("crashed") && !$0.contains("(crashed 0,") || looksLikeACrash($0)
+        }
+    }
+
+    @Test("Ctrl-C (SIGINT to the terminal's foreground group) on run reading stdin: exit 130, no false crash lines; SIGTERM: exit 0",
+          .scaledTimeLimit(minutes: 1), arguments: [SIGINT, SIGTERM])
+    func interrupt(signal: Int32) throws {
+        let host = try HostFixture(["Calculator", "Faulty"], isolation: "process")
+        // The host leads its own group, as a shell's foreground job does; the
+        // signal goes to the whole group, as the terminal sends it.
+        let child = try ChildProcess(host.runPrefix, stdin: .pipe, ownProcessGroup: true)
+        child.write("faulty://x-callback-url/sleep?ms=300\n\(Self.add)\n")
+        // The calc record proves both workers run and the sleep is in flight.
+        try #require(child.waitForStdoutLines(1, timeout: 20), "stderr: \(child.stderr)")
+        child.send(signalToGroup: signal)
+        let status = child.waitForExit(timeout: 15)
+        #expect(status == .exited(signal == SIGINT ? 130 : 0), "stderr: \(child.stderr)")
+        #expect(child.stdoutLines == ["success?result=2", "success?slept=300"], "stderr: \(child.stderr)")
+        #expect(Self.falseCrashLines(child.stderr).isEmpty, "stderr: \(child.stderr)")
+        #expect(child.stderr.contains("xcallback: processed 2, succeeded 2, failed 0 (crashed 0,"), "stderr: \(child.stderr)")
+    }
+
+    @Test("SIGINT to the group of an idle host with workers: exit 130 at once, no false crash lines",
+          .scaledTimeLimit(minutes: 1))
+    func interruptIdle() throws {
+        let host = try HostFixture(isolation: "process")
+        let child = try ChildProcess(host.runPrefix, stdin: .pipe, ownProcessGroup: true)
+        child.write("\(Self.add)\n")
+        try #require(child.waitForStdoutLines(1, timeout: 20), "stderr: \(child.stderr)")
+        let signalled = Date()
+        child.send(signalToGroup: SIGINT)
+        #expect(child.waitForExit(timeout: 15) == .exited(130), "stderr: \(child.stderr)")
+        #expect(Date().timeIntervalSince(signalled) < 5)
+        #expect(Self.falseCrashLines(child.stderr).isEmpty, "stderr: \(child.stderr)")
+    }
+
+    @Test("Ctrl-C with a handler that never returns: Timeout after the grace period, exit 130, the worker not taken for hung or crashed",
+          .scaledTimeLimit(minutes: 1))
+    func interruptHungHandler() throws {
+        let host = try HostFixture(["Calculator", "Faulty"], isolation: "process")
+        let child = try ChildProcess(host.runPrefix + ["--grace-period", "0.5", "--output", "jsonl"], stdin: .pipe,
+                                     ownProcessGroup: true)
+        child.write("faulty://x-callback-url/hang\n\(Self.add)\n")
+        try #require(child.waitForStdoutLines(1, timeout: 20), "stderr: \(child.stderr)")
+        // The hang has begun once the plug-in says so.
+        try #require(child.waitForStderr(containing: "never returning"), "stderr: \(child.stderr)")
+        child.send(signalToGroup: SIGINT)
+        #expect(child.waitForExit(timeout: 15) == .exited(130), "stderr: \(child.stderr)")
+        let records = try child.stdoutLines.map { try Record(jsonLine: $0) }
+        #expect(records.map(\.errorCode) == [nil, "Timeout"], "\(records)")
+        #expect(Self.falseCrashLines(child.stderr).isEmpty, "stderr: \(child.stderr)")
+    }
+
     // MARK: closed stdout
 
     @Test("a closed stdout ends the host quietly: exit 0, no warning about the line being read",
