@@ -65,7 +65,7 @@ struct RunCommand: ParsableCommand {
     @Option(help: "Record format: url or jsonl.")
     var output: OutputFormatArgument = .url
 
-    @Option(help: ArgumentHelp("Run COMMAND with each callback URL as its only argument instead of printing it.", valueName: "command"))
+    @Option(help: ArgumentHelp("Run COMMAND with each callback URL as its only argument instead of printing it (a program on PATH, or a path; checked at start).", valueName: "command"))
     var open: String?
 
     @Option(name: .customLong("open-scheme"), help: ArgumentHelp("Let --open open callbacks of SCHEME, one it refuses by default (file, javascript, data and others that act on this machine; see the README). Repeatable.", valueName: "scheme"))
@@ -144,6 +144,7 @@ struct RunCommand: ParsableCommand {
         configuration.workerExecutable = Environment.executable
         configuration.sandbox = sandbox.mode.value
         configuration.sandboxPolicy = try sandbox.policy()
+        try checkBeforeStart()
         configuration.restartPolicy.limit = restartLimit
         configuration.restartPolicy.window = .milliseconds(Int64(restartWindow * 1000))
         configuration.restartPolicy.cooldown = .milliseconds(Int64(quarantine * 1000))

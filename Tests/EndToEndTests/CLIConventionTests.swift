@@ -220,4 +220,28 @@ struct CLIConventionTests {
         #expect(result.stdout.isEmpty)
         #expect(result.stderr == "xcallback: no plug-in files found; searched \(empty)\n")
     }
+
+    // MARK: --open
+
+    @Test("--open COMMAND that cannot be found is a start-up error (1), not one log line per record")
+    func openCommandNotFound() throws {
+        let host = try HostFixture(["Calculator"])
+        let notExecutable = host.scratch.file("opener")
+        try "#!/bin/sh\n".write(toFile: notExecutable, atomically: true, encoding: .utf8)
+        chmod(notExecutable, 0o644)
+        let cases = [
+            ("xcallback-no-such-opener", "'xcallback-no-such-opener' was not found"),
+            (host.scratch.file("absent"), "cannot run '\(host.scratch.file("absent"))': No such file or directory"),
+            (notExecutable, "cannot run '\(notExecutable)': not executable"),
+        ]
+        for (command, message) in cases {
+            let result = try host.run(["--open", command],
+                                      lines: ["\(Self.add)&x-success=app://ok", "\(Self.add)&x-success=app://ok"])
+            #expect(result.status == .exited(1), "\(command): \(result.stderr)")
+            #expect(result.stdout.isEmpty, "\(command)")
+            #expect(result.stderr.hasPrefix("xcallback: --open: \(message)"), "\(command): \(result.stderr)")
+            #expect(ChildProcess.lines(result.stderr).count == 1, "\(command): \(result.stderr)")
+            #expect(!result.stderr.contains("succeeded"), "\(command): \(result.stderr)")
+        }
+    }
 }
