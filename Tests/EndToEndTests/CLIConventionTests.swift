@@ -31,6 +31,35 @@ struct CLIConventionTests {
         #expect(result.stderr.isEmpty)
     }
 
+    // MARK: run --help
+
+    @Test("run --help: what it reads and writes, grouped options, examples, exit codes, signals")
+    func runHelp() throws {
+        let result = try xcallback(["run", "--help"])
+        #expect(result.status == .exited(0), "stderr: \(result.stderr)")
+        let help = result.stdout
+        for text in ["from stdin", "to stdout", "go to stderr",
+                     "INPUT:", "PLUG-INS:", "LIMITS:", "OUTPUT:", "DIAGNOSTICS:",
+                     "Examples:", "xcallback run", "Exit status:", "130", "64", "Signals:", "SIGINT", "SIGTERM",
+                     "SIGHUP", "SIGUSR1"] {
+            #expect(help.contains(text), "missing \(text)")
+        }
+        // Each option sits in its group.
+        func section(_ title: String) -> Substring {
+            guard let start = help.range(of: "\n\(title):\n") else { return "" }
+            let rest = help[start.upperBound...]
+            return rest[..<(rest.range(of: "\n\n")?.lowerBound ?? rest.endIndex)]
+        }
+        #expect(section("INPUT").contains("--fifo"))
+        #expect(section("PLUG-INS").contains("--plugins"))
+        #expect(section("PLUG-INS").contains("--sandbox"))
+        #expect(section("PLUG-INS").contains("--isolation"))
+        #expect(section("LIMITS").contains("--timeout"))
+        #expect(section("OUTPUT").contains("--keep-order"))
+        #expect(section("OUTPUT").contains("--open"))
+        #expect(section("DIAGNOSTICS").contains("--log-level"))
+    }
+
     // MARK: errors
 
     @Test("a typo'd command gets a suggestion, in the one error style (64)",
