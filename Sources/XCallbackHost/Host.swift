@@ -314,6 +314,18 @@ public final class Host: Sendable {
         finishBackgroundWork()
     }
 
+    /// Reads each input `next` hands out to its end, one after another,
+    /// until `next` returns nil or the host is asked to stop; each input's
+    /// records are all written (in its own order with `keepOrder`) before
+    /// the next is asked for. Records go to `output`.
+    public func serve(inputsInOrder next: () -> Int32?, output: Int32) {
+        startBackgroundWork()
+        while !stopSignal.isRaised, let input = next() {
+            drain(runLoop(input: input, sink: makeSink(output)))
+        }
+        finishBackgroundWork()
+    }
+
     /// Serves long-running inputs, each on its own thread, until
     /// SIGINT/SIGTERM: a FIFO (any number of writers opening and closing it;
     /// records to `output`) and sockets (each connection sends lines and

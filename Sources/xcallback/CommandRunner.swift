@@ -26,7 +26,8 @@ enum CommandRunner {
         }
         // A run stopped by Ctrl-C reports it, as shells expect of an
         // interrupted program (SIGTERM is a requested stop: 0).
-        exit(SignalWaiter.stoppedByInterrupt ? 130 : 0)
+        if SignalWaiter.stoppedByInterrupt { exit(130) }
+        exit(RunStatus.inputFailed.load(ordering: .acquiring) ? 1 : 0)
     }
 
     /// `xcallback rnu …`: ArgumentParser would say "Unexpected argument";

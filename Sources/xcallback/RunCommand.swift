@@ -57,6 +57,9 @@ struct RunCommand: ParsableCommand {
             let levels = Logger.Level.allCases.map { "'\($0.rawValue)'" }.joined(separator: ", ")
             throw ValidationError("The value '\(logLevel)' is invalid for '--log-level <log-level>'. Please provide one of \(levels).")
         }
+        if !files.isEmpty, let served = [("--fifo", fifo), ("--socket", socket), ("--queue", queue)].first(where: { $0.1 != nil }) {
+            throw ValidationError("FILE arguments are read like stdin; \(served.0) serves its own input: leave out one or the other")
+        }
     }
 
     func run() throws {
@@ -122,6 +125,8 @@ struct RunCommand: ParsableCommand {
         do {
             if !inputs.isEmpty {
                 try host.serve(inputs, output: records)
+            } else if !files.isEmpty {
+                serve(files: files, host: host, records: records)
             } else {
                 let progress = !noProgress && ProgressReporter.isWanted(input: 0, diagnostics: 2)
                     ? ProgressReporter(console: Diagnostics.console, input: 0) { host.outcomes } : nil

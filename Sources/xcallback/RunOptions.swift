@@ -6,6 +6,9 @@ import ArgumentParser
 
 /// Where requests come from.
 struct RunInputOptions: ParsableArguments {
+    @Argument(help: ArgumentHelp("Read requests from each FILE in turn, to its end ('-' is stdin). None: stdin.", valueName: "file"))
+    var files: [String] = []
+
     @Option(help: ArgumentHelp("Read requests from this FIFO (created mode 0600 if missing) until SIGINT/SIGTERM.", valueName: "path"))
     var fifo: String?
 
@@ -48,7 +51,7 @@ struct RunOutputOptions: ParsableArguments {
     @Option(help: "Record format: url or jsonl.")
     var output: OutputFormatArgument = .url
 
-    @Flag(name: [.short, .customLong("keep-order")], help: "Write records in input order (default: as requests complete).")
+    @Flag(name: [.short, .customLong("keep-order")], help: "Write records in input order (default: as requests complete); with FILEs, in the order of each file.")
     var keepOrder = false
 
     @Option(help: ArgumentHelp("Run COMMAND with each callback URL as its only argument instead of printing it (a program on PATH, or a path; checked at start).", valueName: "command"))
@@ -75,8 +78,8 @@ struct RunDiagnosticOptions: ParsableArguments {
 
 extension RunCommand {
     static let discussion = """
-        Reads request URLs, one per line: from stdin to the end of input; or from --fifo \
-        and/or --socket until \
+        Reads request URLs, one per line: from each FILE in turn ('-' is stdin), or from stdin \
+        when no FILE is given, to the end of input; or from --fifo and/or --socket until \
         SIGINT/SIGTERM; or from a --queue. Writes one outcome record per request to stdout \
         (--output url or jsonl), in completion order unless --keep-order; a socket connection \
         gets its own records; with --open, callback URLs go to COMMAND instead. Log lines, the \
@@ -84,17 +87,18 @@ extension RunCommand {
 
         Examples:
           xcallback run --plugins ./plugins < requests.txt
-          xcallback run -k --output jsonl < requests.txt | jq -c .params
+          xcallback run -k --output jsonl a.txt - b.txt < more.txt | jq -c .params
           xcallback run --fifo "$XDG_RUNTIME_DIR/xcallback.fifo" --open xdg-open
           xcallback run --socket "$XDG_RUNTIME_DIR/xcallback.sock" --log-level info
 
         Exit status:
           0    input read to its end and answered (whatever the outcomes),
                a stop by SIGTERM, or stdout closed by its reader
-          1    the host could not start: an unusable --plugins folder,
-               an --open COMMAND not found, --sandbox strict on a kernel
-               that lacks it, ...
-          64   a usage error: an unknown option, an invalid value
+          1    the host could not start or read its input: an unusable
+               --plugins folder, a FILE it cannot read, an --open COMMAND
+               not found, --sandbox strict on a kernel that lacks it, ...
+          64   a usage error: an unknown option, an invalid value, FILE
+               with --fifo, --socket or --queue
           130  stopped by SIGINT (Ctrl-C); a second SIGINT or SIGTERM
                exits at once, also with 130
 
@@ -108,6 +112,7 @@ extension RunCommand {
           SIGUSR1          print the summary line so far
         """
 
+    var files: [String] { input.files }
     var fifo: String? { input.fifo }
     var socket: String? { input.socket }
     var isolation: IsolationArgument { workers.isolation }

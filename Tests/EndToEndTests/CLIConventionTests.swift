@@ -31,6 +31,58 @@ struct CLIConventionTests {
         #expect(result.stderr.isEmpty)
     }
 
+    // MARK: FILE arguments
+
+    @Test("run FILE - FILE: each file in turn, '-' is stdin; -k orders within each", .scaledTimeLimit(minutes: 1))
+    func fileArguments() throws {
+        let host = try HostFixture(["Calculator", "Faulty"])
+        let first = host.scratch.file("first.txt")
+        let second = host.scratch.file("second.txt")
+        // The sleep makes completion order differ from input order.
+        try "faulty://x-callback-url/sleep?ms=200\ncalc://x-callback-url/add?lhs=1&rhs=1\n"
+            .write(toFile: first, atomically: true, encoding: .utf8)
+        try "calc://x-callback-url/add?lhs=4&rhs=4\n".write(toFile: second, atomically: true, encoding: .utf8)
+        let stdin = ["calc://x-callback-url/add?lhs=3&rhs=3"]
+
+        let ordered = try host.run(["-k", first, "-", second], lines: stdin)
+        #expect(ordered.status == .exited(0), "stderr: \(ordered.stderr)")
+        #expect(ordered.lines == ["success?slept=200", "success?result=2", "success?result=6", "success?result=8"])
+
+        // Without -k: completion order within a file, but the files in turn.
+        let unordered = try host.run([first, "-", second], lines: stdin)
+        #expect(unordered.status == .exited(0), "stderr: \(unordered.stderr)")
+        #expect(unordered.lines == ["success?result=2", "success?slept=200", "success?result=6", "success?result=8"])
+
+        // A file alone does not read stdin.
+        let alone = try host.run([second], lines: stdin)
+        #expect(alone.lines == ["success?result=8"])
+    }
+
+    @Test("run FILE: an unreadable FILE is an error at start-up (1); FILE with --fifo, --socket or --queue is a usage error (64)")
+    func fileArgumentErrors() throws {
+        let host = try HostFixture(["Calculator"])
+        let missing = host.scratch.file("missing.txt")
+        let unreadable = try host.run([missing], lines: [Self.add])
+        #expect(unreadable.status == .exited(1))
+        #expect(unreadable.stdout.isEmpty)
+        #expect(unreadable.stderr == "xcallback: \(missing): No such file or directory\n")
+
+        let folder = try host.run([host.scratch.path], lines: [Self.add])
+        #expect(folder.status == .exited(1))
+        #expect(folder.stderr == "xcallback: \(host.scratch.path): is a directory\n")
+
+        let file = host.scratch.file("requests.txt")
+        try "\(Self.add)\n".write(toFile: file, atomically: true, encoding: .utf8)
+        for served in [["--fifo", host.scratch.file("x.fifo")], ["--socket", host.scratch.file("x.sock")],
+                       ["--queue", "postgresql://localhost/none"]] {
+            let result = try host.run(served + [file], lines: [])
+            #expect(result.status == .exited(64), "\(served): \(result.stderr)")
+            #expect(result.stderr.contains("FILE arguments"), "\(served): \(result.stderr)")
+            #expect(Self.isOneStyle(result.stderr), "\(served): \(result.stderr)")
+            #expect(access(served[1], F_OK) != 0, "\(served): created")
+        }
+    }
+
     // MARK: run --help
 
     @Test("run --help: what it reads and writes, grouped options, examples, exit codes, signals")
@@ -38,7 +90,7 @@ struct CLIConventionTests {
         let result = try xcallback(["run", "--help"])
         #expect(result.status == .exited(0), "stderr: \(result.stderr)")
         let help = result.stdout
-        for text in ["from stdin", "to stdout", "go to stderr",
+        for text in ["from each FILE in turn", "to stdout", "go to stderr",
                      "INPUT:", "PLUG-INS:", "LIMITS:", "OUTPUT:", "DIAGNOSTICS:",
                      "Examples:", "xcallback run", "Exit status:", "130", "64", "Signals:", "SIGINT", "SIGTERM",
                      "SIGHUP", "SIGUSR1"] {
@@ -51,6 +103,7 @@ struct CLIConventionTests {
             return rest[..<(rest.range(of: "\n\n")?.lowerBound ?? rest.endIndex)]
         }
         #expect(section("INPUT").contains("--fifo"))
+        #expect(section("INPUT").contains("<file>"))
         #expect(section("PLUG-INS").contains("--plugins"))
         #expect(section("PLUG-INS").contains("--sandbox"))
         #expect(section("PLUG-INS").contains("--isolation"))
