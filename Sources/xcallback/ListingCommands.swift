@@ -15,6 +15,11 @@ private func probeAll(_ options: PluginDirectoryOptions, sandboxing: WorkerSandb
     if options.areExplicit, let problem = scan.unreadableDirectories.first {
         throw Failure.exit("unusable plug-in directory: \(problem)")
     }
+    // As `run` does: a default folder that is not there is not mentioned;
+    // one that is there and cannot be used is.
+    for problem in scan.unreadableDirectories where !scan.missingDirectories.contains(where: { problem.hasPrefix($0 + ": ") }) {
+        Failure.note("skipping plug-in directory \(shown(problem))")
+    }
     let refused = scan.refused.map { PluginStatus(path: $0.path, info: nil, routes: [], error: $0) }
     var taken: [QueryParameter] = []
     var names = Set<String>()

@@ -291,6 +291,11 @@ struct CLIConventionTests {
         #expect(child.waitForExit(timeout: 10) == .exited(0), "stderr: \(child.stderr)")
         #expect(child.stderr.contains("skipping plug-in directory \(folder): refused: directory is writable by others"),
                 "stderr: \(child.stderr)")
+        // The listings say so too.
+        let listing = try ChildProcess(["plugins"], environment: Self.defaultsEnvironment(home: scratch.path))
+        #expect(listing.waitForExit(timeout: 20) == .exited(0), "stderr: \(listing.stderr)")
+        #expect(listing.stderr.contains("xcallback: skipping plug-in directory \(folder): refused: directory is writable by others"),
+                "stderr: \(listing.stderr)")
     }
 
     @Test("plugins on an empty folder says which folders it searched")
