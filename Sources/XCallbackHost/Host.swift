@@ -33,6 +33,9 @@ public final class Host: Sendable {
     let sandboxing: WorkerSandboxing
     /// The stamp of every plug-in file looked at, loaded or refused.
     private let stamps = Lock<[String: FileStamp]>([:])
+    /// Set when a write to stdout found its reader gone: the host then ends
+    /// quietly (SPEC section 3), with no warning about the input it left.
+    private let outputClosed = Atomic<Bool>(false)
 
     public init(configuration: HostConfiguration, logger: Logger) {
         self.configuration = configuration
@@ -60,6 +63,9 @@ public final class Host: Sendable {
     /// How the records written so far ended (the summary line's numbers).
     public var outcomes: OutcomeCounts { tally.snapshot }
 
+    /// Whether the host stopped because its stdout was closed.
+    public var stoppedByClosedOutput: Bool { outputClosed.load(ordering: .acquiring) }
+
     /// Says once, at start, what the workers' sandbox lacks on this kernel;
     /// with `--sandbox strict`, refuses to start instead.
     public func checkSandbox() throws(HostSetupError) {
@@ -78,10 +84,20 @@ public final class Host: Sendable {
         if requireDirectories, let problem = scan.unreadableDirectories.first {
             throw HostSetupError("unusable plug-in directory: \(problem)")
         }
+        // A default folder that does not exist is simply not used; one that
+        // exists and cannot be used is a problem to fix, and is said so.
         for problem in scan.unreadableDirectories {
-            logger.debug("skipping plug-in directory \(problem)")
+            if scan.missingDirectories.contains(where: { problem.hasPrefix($0 + ": ") }) {
+                logger.debug("skipping plug-in directory \(problem)")
+            } else {
+                logger.warning("skipping plug-in directory \(problem)")
+            }
         }
         reconcile(scan, probeFirst: false)
+        if !registry.statuses.contains(where: \.isLoaded) {
+            let searched = configuration.pluginDirectories.map(PrintableText.escaping).joined(separator: ", ")
+            logger.warning("no plug-in loaded; searched \(searched) (--plugins DIR or XCALLBACK_PLUGIN_PATH name others)")
+        }
     }
 
     /// Brings the loaded plug-ins in line with the plug-in directories:
@@ -271,7 +287,8 @@ public final class Host: Sendable {
         }
         let endpoint = WorkerEndpoint(first: worker, executable: executable, security: security, sandboxing: sandboxing,
                                       takenRoutes: { [registry] in registry.takenRoutes(excluding: path) }, spawner: spawner,
-                                      policy: configuration.restartPolicy, logger: logger)
+                                      policy: configuration.restartPolicy, logger: logger,
+                                      hostStopping: { [stopSignal] in stopSignal.isRaised })
         logger.info("loaded plug-in '\(PrintableText.escaping(info.name))' \(PrintableText.escaping(info.version)) from \(PrintableText.escaping(path)) in worker \(worker.pid) with \(routes.count) route(s)")
         return Prepared(endpoint: endpoint, info: info, routes: routes)
     }
@@ -294,6 +311,18 @@ public final class Host: Sendable {
         let sink = makeSink(output)
         let loop = runLoop(input: input, sink: sink)
         drain(loop)
+        finishBackgroundWork()
+    }
+
+    /// Reads each input `next` hands out to its end, one after another,
+    /// until `next` returns nil or the host is asked to stop; each input's
+    /// records are all written (in its own order with `keepOrder`) before
+    /// the next is asked for. Records go to `output`.
+    public func serve(inputsInOrder next: () -> Int32?, output: Int32) {
+        startBackgroundWork()
+        while !stopSignal.isRaised, let input = next() {
+            drain(runLoop(input: input, sink: makeSink(output)))
+        }
         finishBackgroundWork()
     }
 
@@ -418,6 +447,7 @@ public final class Host: Sendable {
         OutputSink(descriptor: output, format: configuration.output, keepOrder: configuration.keepOrder,
                    opener: opener, tally: tally, onClosed: { [self] in
                        // A closed stdout ends the host quietly (SPEC section 3).
+                       outputClosed.store(true, ordering: .releasing)
                        requestStop()
                    })
     }
@@ -435,7 +465,9 @@ public final class Host: Sendable {
     /// Waits for every record the loop owes; after a stop request, only for
     /// the grace period, then answers `Timeout` for what is left.
     private func drain(_ loop: InputLoop) {
-        if loop.droppedPartialLine {
+        // After stdout closed, the input left unread is what no one wants.
+        let quiet = stoppedByClosedOutput
+        if loop.droppedPartialLine && !quiet {
             logger.warning("stopped while a line was still being written; that unterminated line was not run")
         }
         if loop.refusedCount > 0 {
@@ -444,7 +476,7 @@ public final class Host: Sendable {
         if loop.closedIdle {
             logger.info("closed a socket connection that sent no complete request line for \(configuration.idleTimeout), with none in flight")
         }
-        if loop.leftInputUnread {
+        if loop.leftInputUnread && !quiet {
             logger.warning("stopped reading with input still waiting after the grace period; it was not read")
         }
         let owed = loop.lineCount

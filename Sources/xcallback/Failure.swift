@@ -11,4 +11,10 @@ enum Failure {
         _ = write(2, line, line.count)
         return ExitCode(status)
     }
+
+    /// One line on stderr in the same style, for a command that goes on.
+    static func note(_ message: String) {
+        let line = Array("xcallback: \(message)\n".utf8)
+        _ = write(2, line, line.count)
+    }
 }

@@ -15,6 +15,11 @@ private func probeAll(_ options: PluginDirectoryOptions, sandboxing: WorkerSandb
     if options.areExplicit, let problem = scan.unreadableDirectories.first {
         throw Failure.exit("unusable plug-in directory: \(problem)")
     }
+    // As `run` does: a default folder that is not there is not mentioned;
+    // one that is there and cannot be used is.
+    for problem in scan.unreadableDirectories where !scan.missingDirectories.contains(where: { problem.hasPrefix($0 + ": ") }) {
+        Failure.note("skipping plug-in directory \(shown(problem))")
+    }
     let refused = scan.refused.map { PluginStatus(path: $0.path, info: nil, routes: [], error: $0) }
     var taken: [QueryParameter] = []
     var names = Set<String>()
@@ -56,7 +61,11 @@ struct PluginsCommand: ParsableCommand {
     func run() throws {
         let sandboxing = try sandbox.sandboxing()
         let security = FileSecurity(allowInsecure: plugins.allowInsecure)
-        for status in try probeAll(plugins, sandboxing: sandboxing) {
+        let statuses = try probeAll(plugins, sandboxing: sandboxing)
+        if statuses.isEmpty {
+            Failure.note("no plug-in files found; searched \(plugins.resolved.map(shown).joined(separator: ", "))")
+        }
+        for status in statuses {
             let effective = sandboxing.describe(forPluginAt: status.path, security: security, isolation: .process)
             if json {
                 print(JSONText.object([

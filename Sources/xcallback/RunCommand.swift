@@ -12,15 +12,12 @@ import Glibc
 struct RunCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "run",
-        abstract: "Run the host: read request URLs, write one outcome record per request.")
+        abstract: "Run the host: read request URLs, write one outcome record per request.",
+        discussion: discussion)
 
-    @OptionGroup var plugins: PluginDirectoryOptions
-
-    @Option(help: ArgumentHelp("Read requests from this FIFO (created mode 0600 if missing) until SIGINT/SIGTERM.", valueName: "path"))
-    var fifo: String?
-
-    @Option(help: ArgumentHelp("Serve requests on this Unix stream socket until SIGINT/SIGTERM (with --fifo: both). Under systemd socket activation, the socket systemd passes is served instead.", valueName: "path"))
-    var socket: String?
+    // Grouped for --help (RunOptions.swift).
+    @OptionGroup(title: "Input") var input: RunInputOptions
+    @OptionGroup(title: "Plug-ins") var plugins: PluginDirectoryOptions
 
     @Option(help: ArgumentHelp("Consume this durable queue (a postgresql:// URL; see `xcallback queue`) instead of reading stdin; records are written once recorded.", valueName: "url"))
     var queue: String?
@@ -36,55 +33,11 @@ struct RunCommand: ParsableCommand {
 
     static let defaultRetention: Double = 7 * 86_400
 
-    @Option(help: "How plug-ins run: process (each in its own worker process) or none (inside the host: fastest, but a plug-in crash kills the host).")
-    var isolation: IsolationArgument = .process
-
-    @OptionGroup var sandbox: SandboxOptions
-
-    @Option(name: .customLong("restart-limit"), help: "Crashes of one plug-in tolerated within --restart-window before it is disabled.")
-    var restartLimit: Int = 5
-
-    @Option(name: .customLong("restart-window"), help: ArgumentHelp("The window, in seconds, for --restart-limit.", valueName: "seconds"))
-    var restartWindow: Double = 60
-
-    @Option(name: .customLong("quarantine"), help: ArgumentHelp("Seconds a plug-in past --restart-limit stays disabled before it is tried again; doubles each time in a row, up to 600.", valueName: "seconds"))
-    var quarantine: Double = 30
-
-    @Option(help: ArgumentHelp("Seconds a request may take before it is answered Timeout.", valueName: "seconds"))
-    var timeout: Double = 30
-
-    @Option(name: .customLong("idle-timeout"), help: ArgumentHelp("Seconds a socket connection may go without sending a complete request line, with none in flight, before it is closed.", valueName: "seconds"))
-    var idleTimeout: Double = 60
-
-    @Option(name: .customLong("grace-period"), help: ArgumentHelp("Seconds in-flight requests may finish after SIGINT/SIGTERM.", valueName: "seconds"))
-    var gracePeriod: Double = 5
-
-    @Flag(name: [.short, .customLong("keep-order")], help: "Write records in input order (default: as requests complete).")
-    var keepOrder = false
-
-    @Option(help: "Record format: url or jsonl.")
-    var output: OutputFormatArgument = .url
-
-    @Option(help: ArgumentHelp("Run COMMAND with each callback URL as its only argument instead of printing it.", valueName: "command"))
-    var open: String?
-
-    @Option(name: .customLong("open-scheme"), help: ArgumentHelp("Let --open open callbacks of SCHEME, one it refuses by default (file, javascript, data and others that act on this machine; see the README). Repeatable.", valueName: "scheme"))
-    var openSchemes: [String] = []
-
-    @Option(name: .customLong("max-line-bytes"), help: "Longest accepted request line; longer lines are InvalidURL.")
-    var maxLineBytes: Int = 65_536
-
-    @Option(name: .customLong("log-level"), help: "stderr diagnostics: trace, debug, info, notice, warning, error, critical.")
-    var logLevel: String = "warning"
-
-    @Option(name: .customLong("log-format"), help: "stderr diagnostics format: text, or json (one object per line).")
-    var logFormat: LogFormatArgument = .text
-
-    @Flag(name: .customLong("no-summary"), help: "No outcome summary line on stderr at exit (SIGUSR1 still prints one).")
-    var noSummary = false
-
-    @Flag(name: .customLong("no-progress"), help: "No progress line, even when reading a file with stderr on a terminal.")
-    var noProgress = false
+    @OptionGroup(title: "Plug-ins") var workers: RunPluginOptions
+    @OptionGroup(title: "Plug-ins") var sandbox: SandboxOptions
+    @OptionGroup(title: "Limits") var limits: RunLimitOptions
+    @OptionGroup(title: "Output") var records: RunOutputOptions
+    @OptionGroup(title: "Diagnostics") var diagnostics: RunDiagnosticOptions
 
     func validate() throws {
         if !(timeout > 0) { throw ValidationError("--timeout must be a positive number of seconds") }
@@ -100,7 +53,13 @@ struct RunCommand: ParsableCommand {
         if !(lease >= 1) { throw ValidationError("--lease must be at least 1 second") }
         if batchSize < 1 { throw ValidationError("--batch-size must be at least 1") }
         if !(retention > 0) { throw ValidationError("--retention must be a positive number of seconds") }
-        if Logger.Level(rawValue: logLevel) == nil { throw ValidationError("unknown --log-level '\(logLevel)'") }
+        if Logger.Level(rawValue: logLevel) == nil {
+            let levels = Logger.Level.allCases.map { "'\($0.rawValue)'" }.joined(separator: ", ")
+            throw ValidationError("The value '\(logLevel)' is invalid for '--log-level <log-level>'. Please provide one of \(levels).")
+        }
+        if !files.isEmpty, let served = [("--fifo", fifo), ("--socket", socket), ("--queue", queue)].first(where: { $0.1 != nil }) {
+            throw ValidationError("FILE arguments are read like stdin; \(served.0) serves its own input: leave out one or the other")
+        }
     }
 
     func run() throws {
@@ -141,6 +100,7 @@ struct RunCommand: ParsableCommand {
         configuration.workerExecutable = Environment.executable
         configuration.sandbox = sandbox.mode.value
         configuration.sandboxPolicy = try sandbox.policy()
+        try checkBeforeStart()
         configuration.restartPolicy.limit = restartLimit
         configuration.restartPolicy.window = .milliseconds(Int64(restartWindow * 1000))
         configuration.restartPolicy.cooldown = .milliseconds(Int64(quarantine * 1000))
@@ -165,6 +125,8 @@ struct RunCommand: ParsableCommand {
         do {
             if !inputs.isEmpty {
                 try host.serve(inputs, output: records)
+            } else if !files.isEmpty {
+                serve(files: files, host: host, records: records)
             } else {
                 let progress = !noProgress && ProgressReporter.isWanted(input: 0, diagnostics: 2)
                     ? ProgressReporter(console: Diagnostics.console, input: 0) { host.outcomes } : nil

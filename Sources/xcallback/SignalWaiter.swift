@@ -1,3 +1,5 @@
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -8,6 +10,11 @@ import Glibc
 /// otherwise kill the host.
 struct SignalWaiter: Sendable {
     private let signals: [Int32] = [SIGINT, SIGTERM, SIGHUP, SIGUSR1]
+
+    /// Whether the first stop was SIGINT (Ctrl-C): `run` then exits 130,
+    /// as an interrupted program does; after SIGTERM it exits 0.
+    static var stoppedByInterrupt: Bool { interrupted.load(ordering: .acquiring) }
+    fileprivate static let interrupted = Atomic<Bool>(false)
 
     /// Blocks the signals in the calling thread; threads created after this
     /// inherit the mask. Call before starting any thread.
@@ -69,6 +76,7 @@ private final class SignalThread: @unchecked Sendable {
                 stops += 1
                 // A second SIGINT/SIGTERM means "now": skip the grace period.
                 if stops > 1 { _exit(130) }
+                if received == SIGINT { SignalWaiter.interrupted.store(true, ordering: .releasing) }
                 onStop()
             }
         }

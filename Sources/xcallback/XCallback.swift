@@ -11,6 +11,7 @@ struct XCallback: ParsableCommand {
             Reads callback URLs (one per line) from stdin, a FIFO or a Unix socket, routes each \
             to the plug-in that registered it, and writes one outcome record per line.
             """,
+        version: XCallbackVersion.current,
         subcommands: [
             RunCommand.self, PluginsCommand.self, RoutesCommand.self, CheckCommand.self,
             SendCommand.self, CallCommand.self, SDKCommand.self, NewCommand.self,
@@ -29,7 +30,7 @@ struct XCallback: ParsableCommand {
         switch arguments.first {
         case WorkerMain.subcommand?: WorkerCommand.main(Array(arguments.dropFirst()))
         case PluginProbe.subcommand?: ProbeCommand.main(Array(arguments.dropFirst()))
-        default: main(nil)
+        default: CommandRunner.run(Array(arguments))
         }
     }
 }

@@ -55,7 +55,7 @@ struct FIFOAndSocketTests {
         #expect(records.allSatisfy { sent.contains($0.input ?? "") })
     }
 
-    @Test("FIFO: an existing FIFO is used; SIGINT also ends the host with 0", .scaledTimeLimit(minutes: 1))
+    @Test("FIFO: an existing FIFO is used; SIGINT also ends the host, with 130 (interrupted)", .scaledTimeLimit(minutes: 1))
     func existingFIFOAndSIGINT() throws {
         let host = try HostFixture(["Calculator"])
         let fifo = host.scratch.file("mine.fifo")
@@ -66,7 +66,7 @@ struct FIFOAndSocketTests {
         #expect(sent.status == .exited(0))
         #expect(child.waitForStdoutLines(1, timeout: 10))
         child.send(signal: SIGINT)
-        #expect(child.waitForExit(timeout: 10) == .exited(0))
+        #expect(child.waitForExit(timeout: 10) == .exited(130))
         #expect(child.stdoutLines == ["success?result=42"])
     }
 

@@ -217,9 +217,13 @@ final class ChildProcess: @unchecked Sendable {
     /// - Parameter inheritedDescriptors: the child gets these as descriptors
     ///   3, 4, … (a listening socket for socket activation, say). The caller
     ///   keeps (and closes) its own.
+    /// - Parameter ownProcessGroup: the child leads a process group of its
+    ///   own, as a shell's foreground job does: `send(signalToGroup:)` then
+    ///   signals the whole group, as a terminal's Ctrl-C does.
     init(_ arguments: [String], executable: String = Products.xcallback, stdin: Input = .null,
          environment: [String: String]? = nil, closeStdoutAfterLines: Int? = nil,
-         stderrDescriptor: Int32? = nil, inheritedDescriptors: [Int32] = []) throws {
+         stderrDescriptor: Int32? = nil, inheritedDescriptors: [Int32] = [],
+         ownProcessGroup: Bool = false) throws {
         _ = Self.ignoreSIGPIPE
         commandLine = ([executable] + arguments).joined(separator: " ")
 
@@ -283,7 +287,12 @@ final class ChildProcess: @unchecked Sendable {
         sigemptyset(&defaults)
         for signal in [SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGCHLD] { sigaddset(&defaults, signal) }
         posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        var flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF
+        if ownProcessGroup {
+            posix_spawnattr_setpgroup(&attributes, 0)
+            flags |= POSIX_SPAWN_SETPGROUP
+        }
+        posix_spawnattr_setflags(&attributes, Int16(flags))
 
         var environmentEntries: [String] = []
         if let environment {
@@ -418,6 +427,15 @@ final class ChildProcess: @unchecked Sendable {
         state.condition.lock()
         defer { state.condition.unlock() }
         if state.status == nil { kill(pid, signal) }
+    }
+
+    /// Sends `signal` to the child's process group (the child must lead
+    /// one: `ownProcessGroup`), as a terminal does to its foreground job,
+    /// unless the child was already reaped (its group may be gone).
+    func send(signalToGroup signal: Int32) {
+        state.condition.lock()
+        defer { state.condition.unlock() }
+        if state.status == nil { kill(-pid, signal) }
     }
 
     /// Whether the child has exited (without waiting).

@@ -25,6 +25,9 @@ public struct PluginDiscovery: Sendable {
         public var refused: [PluginLoadError] = []
         /// Directories that could not be read.
         public var unreadableDirectories: [String] = []
+        /// Those of them that do not exist (a default folder may simply not
+        /// be there), as given.
+        public var missingDirectories: [String] = []
     }
 
     /// Suffixes the host treats as plug-ins: shared libraries, and binding
@@ -36,6 +39,8 @@ public struct PluginDiscovery: Sendable {
         var seen = Set<FileSecurity.FileIdentity>()
         for directory in directories {
             if let problem = security.check(directory: directory) {
+                var info = stat()
+                if stat(directory, &info) != 0 && errno == ENOENT { scan.missingDirectories.append(directory) }
                 scan.unreadableDirectories.append(problem)
                 continue
             }

@@ -26,6 +26,31 @@ public enum OpenCommand {
         launch(command, url: url, watchingExit: true)
     }
 
+    /// Why `command` could not be started, or nil: a name with a slash must
+    /// be an executable file; a bare name, one in a folder of `PATH` (as
+    /// `posix_spawnp` looks it up). For a start-up check: a host whose
+    /// `--open` cannot run would fail every record.
+    public static func problem(finding command: String) -> String? {
+        guard !command.isEmpty else { return "the command is empty" }
+        if command.contains("/") {
+            return executableProblem(command).map { "cannot run '\(command)': \($0)" }
+        }
+        // posix_spawnp's search path when PATH is unset (confstr _CS_PATH).
+        let path = getenv("PATH").map { String(cString: $0) } ?? "/bin:/usr/bin"
+        for folder in path.split(separator: ":", omittingEmptySubsequences: false) {
+            if executableProblem((folder.isEmpty ? "." : String(folder)) + "/" + command) == nil { return nil }
+        }
+        return "'\(command)' was not found: no executable of that name in PATH"
+    }
+
+    private static func executableProblem(_ path: String) -> String? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return String(cString: strerror(errno)) }
+        guard info.st_mode & S_IFMT == S_IFREG else { return "not a regular file" }
+        guard access(path, X_OK) == 0 else { return "not executable (\(String(cString: strerror(errno))))" }
+        return nil
+    }
+
     private static func launch(_ command: String, url: String, watchingExit: Bool) -> Result<LaunchedCommand, OpenCommandError> {
         var pid = pid_t()
         let arguments: [UnsafeMutablePointer<CChar>?] = [strdup(command), strdup(url), nil]

@@ -39,7 +39,11 @@ final class DirectoryWatcher: Sendable {
             let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_ATTRIB
                               | IN_DELETE_SELF | IN_MOVE_SELF)
             for directory in directories where inotify_add_watch(inotify, directory, mask) < 0 {
-                logger.warning("cannot watch \(directory) (\(String(cString: strerror(errno)))); rescanning it every \(Self.fallbackPeriod) ms")
+                // A default folder that does not exist is not a problem: the
+                // rescans find it if it appears.
+                let missing = errno == ENOENT
+                let message: Logger.Message = "cannot watch \(directory) (\(String(cString: strerror(errno)))); rescanning it every \(Self.fallbackPeriod) ms"
+                if missing { logger.debug(message) } else { logger.warning(message) }
                 watchesAll = false
             }
         } else {

@@ -28,6 +28,8 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
     /// must report the same, or the plug-in is disabled.
     private let routes: [String]
     private let state: Lock<State>
+    /// Whether the host is stopping (SIGINT/SIGTERM, closed stdout).
+    private let hostStopping: @Sendable () -> Bool
 
     private struct State {
         var current: WorkerProcess?
@@ -55,8 +57,9 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
 
     init(first worker: WorkerProcess, executable: String, security: FileSecurity, sandboxing: WorkerSandboxing,
          takenRoutes: @escaping @Sendable () -> [QueryParameter], spawner: WorkerSpawner,
-         policy: RestartPolicy, logger: Logger) {
+         policy: RestartPolicy, logger: Logger, hostStopping: @escaping @Sendable () -> Bool = { false }) {
         self.spawner = spawner
+        self.hostStopping = hostStopping
         self.security = security
         self.sandboxing = sandboxing
         self.takenRoutes = takenRoutes
@@ -218,6 +221,10 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
     /// A handler never returned by its deadline: start a fresh worker for
     /// new requests; the stuck one stops once its other requests are done.
     private func replaceHung(_ worker: WorkerProcess) {
+        // Stopping, a handler cut off by the grace period did not hang, and
+        // no new request will need a worker: the host shuts this one down
+        // with the others (its hook runs if it can; it is killed if not).
+        guard !hostStopping() else { return }
         let replace = state.withLock { state -> Bool in
             guard state.current === worker, !state.stopped else { return false }
             state.current = nil
