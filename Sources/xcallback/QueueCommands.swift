@@ -154,7 +154,7 @@ struct QueuePruneCommand: ParsableCommand {
     @OptionGroup var options: QueueOptions
 
     @Option(help: ArgumentHelp("Keep outcomes this many seconds.", valueName: "seconds"))
-    var retention: Double = RunCommand.defaultRetention
+    var retention: Double = RunQueueOptions.defaultRetention
 
     func run() throws {
         let client = try options.client()

@@ -19,20 +19,7 @@ struct RunCommand: ParsableCommand {
     @OptionGroup(title: "Input") var input: RunInputOptions
     @OptionGroup(title: "Plug-ins") var plugins: PluginDirectoryOptions
 
-    @Option(help: ArgumentHelp("Consume this durable queue (a postgresql:// URL; see `xcallback queue`) instead of reading stdin; records are written once recorded.", valueName: "url"))
-    var queue: String?
-
-    @Option(help: ArgumentHelp("With --queue: seconds a host's lease on its requests lasts without a heartbeat (it heartbeats three times per lease).", valueName: "seconds"))
-    var lease: Double = 15
-
-    @Option(name: .customLong("batch-size"), help: "With --queue: requests claimed at once.")
-    var batchSize: Int = 256
-
-    @Option(help: ArgumentHelp("With --queue: seconds outcomes are kept before hosts prune them.", valueName: "seconds"))
-    var retention: Double = defaultRetention
-
-    static let defaultRetention: Double = 7 * 86_400
-
+    @OptionGroup(title: "Queue") var queueOptions: RunQueueOptions
     @OptionGroup(title: "Plug-ins") var workers: RunPluginOptions
     @OptionGroup(title: "Plug-ins") var sandbox: SandboxOptions
     @OptionGroup(title: "Limits") var limits: RunLimitOptions
@@ -50,9 +37,6 @@ struct RunCommand: ParsableCommand {
         if queue != nil && (fifo != nil || socket != nil) {
             throw ValidationError("--queue reads only the queue: leave out --fifo and --socket")
         }
-        if !(lease >= 1) { throw ValidationError("--lease must be at least 1 second") }
-        if batchSize < 1 { throw ValidationError("--batch-size must be at least 1") }
-        if !(retention > 0) { throw ValidationError("--retention must be a positive number of seconds") }
         if Logger.Level(rawValue: logLevel) == nil {
             let levels = Logger.Level.allCases.map { "'\($0.rawValue)'" }.joined(separator: ", ")
             throw ValidationError("The value '\(logLevel)' is invalid for '--log-level <log-level>'. Please provide one of \(levels).")

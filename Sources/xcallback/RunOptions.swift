@@ -16,6 +16,29 @@ struct RunInputOptions: ParsableArguments {
     var socket: String?
 }
 
+/// Consuming the durable queue instead of an input stream.
+struct RunQueueOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Consume this durable queue (a postgresql:// URL; see `xcallback queue`) instead of reading stdin; records are written once recorded.", valueName: "url"))
+    var queue: String?
+
+    @Option(help: ArgumentHelp("With --queue: seconds a host's lease on its requests lasts without a heartbeat (it heartbeats three times per lease).", valueName: "seconds"))
+    var lease: Double = 15
+
+    @Option(name: .customLong("batch-size"), help: "With --queue: requests claimed at once.")
+    var batchSize: Int = 256
+
+    @Option(help: ArgumentHelp("With --queue: seconds outcomes are kept before hosts prune them.", valueName: "seconds"))
+    var retention: Double = defaultRetention
+
+    static let defaultRetention: Double = 7 * 86_400
+
+    func validate() throws {
+        if !(lease >= 1) { throw ValidationError("--lease must be at least 1 second") }
+        if batchSize < 1 { throw ValidationError("--batch-size must be at least 1") }
+        if !(retention > 0) { throw ValidationError("--retention must be a positive number of seconds") }
+    }
+}
+
 /// How plug-ins run, and what happens when one crashes.
 struct RunPluginOptions: ParsableArguments {
     @Option(help: "How plug-ins run: process (each in its own worker process) or none (inside the host: fastest, but a plug-in crash kills the host).")
@@ -114,6 +137,10 @@ extension RunCommand {
 
     var files: [String] { input.files }
     var fifo: String? { input.fifo }
+    var queue: String? { queueOptions.queue }
+    var lease: Double { queueOptions.lease }
+    var batchSize: Int { queueOptions.batchSize }
+    var retention: Double { queueOptions.retention }
     var socket: String? { input.socket }
     var isolation: IsolationArgument { workers.isolation }
     var restartLimit: Int { workers.restartLimit }
