@@ -110,18 +110,25 @@ def end_to_end(binary, plugins, cluster, n, host_count):
 
 def latency(binary, plugins, cluster, rate, seconds):
     """p50/p99 from enqueue to recorded outcome, with requests arriving at
-    `rate` a second (in batches of rate/20, every 50 ms)."""
+    `rate` a second: one `enqueue` reads a pipe written every 10 ms, and
+    sends each burst as soon as it has read it."""
     url = cluster.database(binary)
     running = hosts(binary, plugins, url, 1)
     time.sleep(0.5)
-    batch = max(1, rate // 20)
+    enqueuer = subprocess.Popen([binary, "enqueue", "--queue", url], stdin=subprocess.PIPE,
+                                stdout=subprocess.DEVNULL)
+    burst = max(1, rate // 100)
     total = 0
     start = time.monotonic()
     while time.monotonic() - start < seconds:
-        tick = time.monotonic()
-        sh([binary, "enqueue", "--queue", url], input=additions(batch, total).encode(), stdout=subprocess.DEVNULL)
-        total += batch
-        time.sleep(max(0, 0.05 - (time.monotonic() - tick)))
+        enqueuer.stdin.write(additions(burst, total).encode())
+        enqueuer.stdin.flush()
+        total += burst
+        next_tick = start + (total / rate)
+        time.sleep(max(0, next_tick - time.monotonic()))
+    elapsed = time.monotonic() - start
+    enqueuer.stdin.close()
+    enqueuer.wait(timeout=60)
     wait_done(url, total)
     stop(running)
     row = psql(url, """
@@ -129,7 +136,7 @@ def latency(binary, plugins, cluster, rate, seconds):
                percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM recorded_at - enqueued_at))
         FROM xcallback.outcomes""")
     p50, p99 = (float(x) * 1000 for x in row.split())
-    return total / seconds, p50, p99
+    return total / elapsed, p50, p99
 
 
 def main():

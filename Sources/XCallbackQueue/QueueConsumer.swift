@@ -412,18 +412,7 @@ public final class QueueConsumer: Sendable {
             format.write(record, to: &bytes)
         }
         guard !bytes.isEmpty else { return }
-        let complete = bytes.withUnsafeBytes { buffer -> Bool in
-            var offset = 0
-            while offset < buffer.count {
-                let written = write(output, buffer.baseAddress! + offset, buffer.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    return false
-                }
-                offset += written
-            }
-            return true
-        }
+        let complete = RecordWrite.all(output, bytes)
         if !complete {
             // A closed stdout ends the host quietly, as for `run`.
             host.requestStop()

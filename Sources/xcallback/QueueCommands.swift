@@ -379,7 +379,7 @@ struct OutcomesCommand: ParsableCommand {
                 try reader.pass { page in
                     var bytes: [UInt8] = []
                     for outcome in page { format.write(outcome.record, to: &bytes) }
-                    if !writeAll(1, bytes) { throw ReaderGone() }
+                    if !RecordWrite.all(1, bytes) { throw ReaderGone() }
                 }
             } catch is ReaderGone {
                 readerGone = true
@@ -392,20 +392,4 @@ struct OutcomesCommand: ParsableCommand {
     }
 
     private struct ReaderGone: Error {}
-}
-
-/// Writes all of `bytes`; false when the reader is gone.
-func writeAll(_ descriptor: Int32, _ bytes: [UInt8]) -> Bool {
-    bytes.withUnsafeBytes { buffer in
-        var offset = 0
-        while offset < buffer.count {
-            let written = write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
-            if written < 0 {
-                if errno == EINTR { continue }
-                return false
-            }
-            offset += written
-        }
-        return true
-    }
 }

@@ -8,8 +8,11 @@ import Glibc
 /// The durable queue end to end: the built binary against a real PostgreSQL
 /// (TestPostgres). Hosts run with short leases so that a host's death is
 /// noticed within seconds.
+// Serialized: its tests block a test thread for seconds each (hosts, leases
+// running out), and Swift Testing starts every test's time limit when it
+// schedules it; run side by side they starved the rest of the suite.
 @Suite("Durable queue on PostgreSQL", .enabled(if: TestPostgres.shouldRun, "\(TestPostgres.unavailableReason ?? "")"),
-       .scaledTimeLimit(minutes: 3))
+       .serialized, .scaledTimeLimit(minutes: 3))
 struct QueueTests {
     /// `count` Calculator additions: request i adds i and 1.
     static func additions(_ count: Int, from start: Int = 0) -> [String] {

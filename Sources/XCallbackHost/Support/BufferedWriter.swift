@@ -72,3 +72,12 @@ final class BufferedWriter: Flushable, @unchecked Sendable {
         return false
     }
 }
+
+/// Writes whole buffers to a descriptor, for callers outside the host that
+/// write records themselves (the queue's hosts, `outcomes`).
+public enum RecordWrite {
+    /// Writes all of `bytes`, retrying short writes; false when the reader is gone.
+    public static func all(_ descriptor: Int32, _ bytes: [UInt8]) -> Bool {
+        !bytes.withUnsafeBytes { BufferedWriter.writeAll(descriptor, $0) }
+    }
+}
