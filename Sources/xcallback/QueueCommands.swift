@@ -116,7 +116,7 @@ struct QueueDeadCommand: ParsableCommand {
 struct QueueRetryCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "retry",
-        abstract: "Put dead requests back in the queue, with fresh attempts; prints each id re-queued.")
+        abstract: "Put dead requests back in the queue with no strikes (each runs alone first); prints each id re-queued.")
 
     @OptionGroup var options: QueueOptions
 
@@ -126,7 +126,7 @@ struct QueueRetryCommand: ParsableCommand {
     @Flag(help: "Re-queue every dead request.")
     var all = false
 
-    @Option(name: .customLong("max-attempts"), help: "Attempts each re-queued request gets.")
+    @Option(name: .customLong("max-attempts"), help: "Hosts each re-queued request may take down, running alone, before it is dead again.")
     var maxAttempts: Int = EnqueueCommand.defaultMaxAttempts
 
     func validate() throws {
@@ -183,7 +183,7 @@ struct EnqueueCommand: ParsableCommand {
     @Option(help: ArgumentHelp("The queue's database: a postgresql:// URL.", valueName: "url"))
     var queue: String
 
-    @Option(name: .customLong("max-attempts"), help: "Claims a request may take (each after a host stopped before recording its outcome) before it is dead.")
+    @Option(name: .customLong("max-attempts"), help: "Hosts a request may take down while it runs alone (after a host died holding it) before it is dead.")
     var maxAttempts: Int = defaultMaxAttempts
 
     @Option(name: .customLong("max-line-bytes"), help: "Longest accepted request line.")

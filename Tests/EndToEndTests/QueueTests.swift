@@ -91,7 +91,7 @@ struct QueueTests {
     func twoHostsShareAQueue(isolation: String) throws {
         let queue = try TestPostgres.initializedDatabase()
         let fixture = try HostFixture(isolation: isolation)
-        let count = 3_000
+        let count = 1_000
         let enqueued = try Self.enqueue(queue, Self.additions(count))
         #expect(enqueued.status == .exited(0), "\(enqueued.stderr)")
         let hosts = [try Self.startHost(fixture, queue), try Self.startHost(fixture, queue)]
@@ -279,11 +279,11 @@ struct QueueTests {
     func reconnects() throws {
         let queue = try TestPostgres.initializedDatabase()
         let fixture = try HostFixture()
-        let count = 20_000
+        let count = 8_000
         let enqueued = try Self.enqueue(queue, Self.additions(count))
         #expect(enqueued.lines.count == count, "\(enqueued.stderr)")
         let host = try Self.startHost(fixture, queue, ["--batch-size", "64"])
-        #expect(host.waitForStdoutLines(2_000, timeout: 60))
+        #expect(host.waitForStdoutLines(1_000, timeout: 60))
         for round in 1...2 {
             let cut = try TestPostgres.psql(queue, """
                 SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
