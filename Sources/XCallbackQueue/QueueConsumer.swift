@@ -206,8 +206,10 @@ public final class QueueConsumer: Sendable {
                 hand(claim.requests)
                 suspectsWaiting = claim.suspectsWaiting
                 if alone {
-                    // That suspect runs alone; if none was left, go on with the rest.
-                    if claim.requests.isEmpty { continue }
+                    // That suspect runs alone. None left unleased: the rest
+                    // waits for the next wake-up (another host may hold the
+                    // last suspects for a moment), not a busy loop.
+                    if claim.requests.isEmpty && !claim.suspectsWaiting { continue }
                 } else {
                     full = claim.requests.count == limit
                 }
