@@ -12,10 +12,16 @@ import PackageDescription
 //   XCallbackQueue    the durable queue on PostgreSQL many hosts share: it claims
 //                     requests, feeds them to a Host, and records their outcomes
 //   xcallback         the command line only
+//   xcallback-queue   the same command line (Sources/xcallback-queue links
+//                     each of its files) built with the queue: `xcallback`
+//                     hands `queue`, `enqueue`, `outcomes` and `run --queue`
+//                     to it, so the binary that runs stdin, FIFOs, sockets
+//                     and every worker carries no database client
 let package = Package(
     name: "xcallback",
     products: [
         .executable(name: "xcallback", targets: ["xcallback"]),
+        .executable(name: "xcallback-queue", targets: ["xcallback-queue"]),
         .library(name: "XCallbackURL", targets: ["XCallbackURL"]),
         .library(name: "XCallbackRouting", targets: ["XCallbackRouting"]),
         .library(name: "XCallbackPluginKit", targets: ["XCallbackPluginKit"]),
@@ -80,10 +86,22 @@ let package = Package(
         .executableTarget(
             name: "xcallback",
             dependencies: [
-                "XCallbackHost", "XCallbackSandbox", "XCallbackQueue",
+                "XCallbackHost", "XCallbackSandbox",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
+        ),
+        // Symbolic links to Sources/xcallback's files, plus QueueCommands.swift;
+        // XCALLBACK_QUEUE turns the queue's parts on. A new file in
+        // Sources/xcallback gets its link here too.
+        .executableTarget(
+            name: "xcallback-queue",
+            dependencies: [
+                "XCallbackHost", "XCallbackSandbox", "XCallbackQueue",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: [.define("XCALLBACK_QUEUE")]
         ),
 
         .target(name: "Calculator", dependencies: ["XCallbackPluginKit"], path: "Plugins/Calculator"),
@@ -102,7 +120,7 @@ let package = Package(
         // Runs against a real PostgreSQL the tests start from Debian's packages
         // in a temporary folder (skipped, with a message, where there is none).
         .testTarget(name: "XCallbackQueueTests", dependencies: ["XCallbackQueue", "XCallbackURL"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["xcallback"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["xcallback", "xcallback-queue"]),
         .testTarget(
             name: "FFITests",
             dependencies: [

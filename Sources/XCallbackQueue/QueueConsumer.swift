@@ -253,9 +253,19 @@ public final class QueueConsumer: Sendable {
 
     /// Gives claimed requests to the host, or back to the queue if it is stopping.
     private func hand(_ requests: [ClaimedRequest]) {
-        guard !requests.isEmpty else { return }
-        inFlight.withLock { for request in requests { $0[request.id] = request } }
-        let refused = feed.push(requests)
+        // A lease already running here (taken up twice: a lost claim's answer
+        // and a later look at what this host holds) runs once.
+        let fresh = inFlight.withLock { inFlight in
+            requests.filter { request in
+                if let running = inFlight[request.id], running.attempt == request.attempt, running.host == request.host {
+                    return false
+                }
+                inFlight[request.id] = request
+                return true
+            }
+        }
+        guard !fresh.isEmpty else { return }
+        let refused = feed.push(fresh)
         if !refused.isEmpty {
             unstarted.withLock { $0.append(contentsOf: refused) }
             inFlight.withLock { for request in refused { $0[request.id] = nil } }
@@ -402,7 +412,9 @@ public final class QueueConsumer: Sendable {
             }
             inFlight.withLock { for item in batch { $0[item.id] = nil } }
             wake.yield()
-            deliver(batch.filter { recorded.contains($0.id) }.map(\.record))
+            // One record per request, whatever the batch held.
+            var delivered = Set<Int64>()
+            deliver(batch.filter { recorded.contains($0.id) && delivered.insert($0.id).inserted }.map(\.record))
         }
     }
 

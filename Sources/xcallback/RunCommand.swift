@@ -1,7 +1,9 @@
 import ArgumentParser
 import Logging
 import XCallbackHost
+#if XCALLBACK_QUEUE
 import XCallbackQueue
+#endif
 import XCallbackSandbox
 import XCallbackURL
 
@@ -81,7 +83,8 @@ struct RunCommand: ParsableCommand {
         configuration.openSchemes = OpenSchemePolicy(allowing: openSchemes)
         configuration.limits = ParseLimits(maxLineBytes: maxLineBytes)
         configuration.allowInsecurePlugins = plugins.allowInsecure
-        configuration.workerExecutable = Environment.executable
+        // Workers run the lean `xcallback`, even from `xcallback-queue`.
+        configuration.workerExecutable = QueueHandover.leanExecutable
         configuration.sandbox = sandbox.mode.value
         configuration.sandboxPolicy = try sandbox.policy()
         try checkBeforeStart()
@@ -98,8 +101,13 @@ struct RunCommand: ParsableCommand {
         }
         let format = logFormat.value
         if let queue {
+            #if XCALLBACK_QUEUE
             try runQueue(queue, host: host, signals: signals, records: records, format: format)
             return
+            #else
+            _ = queue
+            throw Failure.exit("--queue is run by xcallback-queue, which xcallback hands it to before it starts")
+            #endif
         }
         signals.start(
             onStop: { host.requestStop() },
@@ -125,6 +133,7 @@ struct RunCommand: ParsableCommand {
     }
 }
 
+#if XCALLBACK_QUEUE
 extension RunCommand {
     /// `run --queue`: the host consumes the queue until SIGINT/SIGTERM.
     func runQueue(_ url: String, host: Host, signals: SignalWaiter, records: Int32, format: LogFormat) throws {
@@ -152,6 +161,7 @@ extension RunCommand {
         if !noSummary { Diagnostics.writeSummary(host.outcomes, format: format, final: true) }
     }
 }
+#endif
 
 enum IsolationArgument: String, ExpressibleByArgument, CaseIterable {
     case process, none

@@ -30,7 +30,11 @@ struct XCallback: ParsableCommand {
         switch arguments.first {
         case WorkerMain.subcommand?: WorkerCommand.main(Array(arguments.dropFirst()))
         case PluginProbe.subcommand?: ProbeCommand.main(Array(arguments.dropFirst()))
-        default: CommandRunner.run(Array(arguments))
+        default:
+            #if !XCALLBACK_QUEUE
+            if QueueHandover.isQueueCommand(Array(arguments)) { QueueHandover.execQueueBinary() }
+            #endif
+            CommandRunner.run(Array(arguments))
         }
     }
 }
