@@ -375,3 +375,22 @@ struct QueueTests {
         #expect(rate < 2.5, "an idle host made \(rate) transactions a second")
     }
 }
+
+/// `xcallback-queue` is built from links to `xcallback`'s sources: a file
+/// added to one and not linked from the other would leave the two command
+/// lines apart.
+@Suite("xcallback-queue's sources")
+struct QueueBinarySourcesTests {
+    @Test("every file of Sources/xcallback is linked from Sources/xcallback-queue, which adds only QueueCommands.swift")
+    func linked() throws {
+        let sources = TestPostgres.repository + "/Sources"
+        let lean = Set(try FileManager.default.contentsOfDirectory(atPath: sources + "/xcallback"))
+        let queue = Set(try FileManager.default.contentsOfDirectory(atPath: sources + "/xcallback-queue"))
+        #expect(queue.subtracting(lean) == ["QueueCommands.swift"])
+        #expect(lean.subtracting(queue) == ["QueueCommandStubs.swift"])
+        for file in lean.intersection(queue) {
+            let target = try FileManager.default.destinationOfSymbolicLink(atPath: sources + "/xcallback-queue/" + file)
+            #expect(target == "../xcallback/" + file)
+        }
+    }
+}
