@@ -479,15 +479,20 @@ public final class Host: Sendable {
         if loop.leftInputUnread && !quiet {
             logger.warning("stopped reading with input still waiting after the grace period; it was not read")
         }
-        let owed = loop.lineCount
+        awaitRecords(loop.lineCount, on: loop.sink)
+        loop.sink.flush()
+    }
+
+    /// Waits until `sink` has the `owed` records; after a stop request, only
+    /// for the grace period, then answers `Timeout` for what is left.
+    func awaitRecords(_ owed: UInt64, on sink: OutputSink) {
         if stopSignal.isRaised {
             let deadline = MonotonicClock.now + configuration.gracePeriod.nanoseconds
-            if !loop.sink.waitForEmitted(owed, deadline: deadline) {
+            if !sink.waitForEmitted(owed, deadline: deadline) {
                 dispatcher.expireAll()
             }
         }
-        _ = loop.sink.waitForEmitted(owed, deadline: nil)
-        loop.sink.flush()
+        _ = sink.waitForEmitted(owed, deadline: nil)
     }
 
     func startBackgroundWork() {

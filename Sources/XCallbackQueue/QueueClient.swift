@@ -1,6 +1,10 @@
 import Logging
 import PostgresNIO
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The queue's operations for the command line, each on one connection:
 /// `queue init`, `enqueue`, `queue status`, `outcomes`, `queue dead`,
 /// `queue retry`, `queue prune`. Synchronous, for a synchronous caller.
@@ -85,9 +89,10 @@ public final class QueueClient: Sendable {
         try use { [store] connection in try await store.prune(retention: retention, on: connection) }
     }
 
-    /// Waits for a notification of new outcomes or `timeout`, whichever
-    /// comes first (`outcomes --follow`).
+    /// Waits `timeout` before `outcomes --follow` looks again.
     public func pause(_ timeout: Duration) {
-        _ = try? Blocking.run { try await Task.sleep(for: timeout) }
+        var wait = timespec(tv_sec: Int(timeout.components.seconds),
+                            tv_nsec: Int(timeout.components.attoseconds / 1_000_000_000))
+        nanosleep(&wait, nil)
     }
 }

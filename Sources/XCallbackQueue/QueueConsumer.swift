@@ -449,7 +449,7 @@ final class OutcomeBuffer: RecordReceiver, @unchecked Sendable {
 
     func receive(_ record: OutcomeRecord) {
         let id = Int64(bitPattern: record.sequence)
-        guard let claim = consumer?.claimForRecord(id) else { return }
+        guard let claim = consumer?.claim(of: id) else { return }
         let finished = FinishedRequest(
             id: id, attempt: claim.attempt, host: claim.host, outcome: record.outcome.kind.rawValue,
             params: StoredParameters.encode(record.outcome.parameters), callback: record.callback ?? "", record: record)
@@ -466,8 +466,4 @@ final class OutcomeBuffer: RecordReceiver, @unchecked Sendable {
     }
 
     func finish() { arrived.finish() }
-}
-
-extension QueueConsumer {
-    fileprivate func claimForRecord(_ id: Int64) -> ClaimedRequest? { claim(of: id) }
 }

@@ -104,14 +104,7 @@ enum DeadRequest {
             domain: Outcome.hostErrorDomain)
         let callback = (try? RequestURL(parsing: line))?.callbackURL(for: .error)
         return OutcomeRecord(sequence: 0, input: line, outcome: outcome,
-                             callback: callback.flatMap { hasScheme($0) ? $0 : nil })
-    }
-
-    /// RFC 3986 scheme check, as the host applies to callbacks.
-    private static func hasScheme(_ url: String) -> Bool {
-        guard let colon = url.firstIndex(of: ":"), colon != url.startIndex else { return false }
-        return url[..<colon].enumerated().allSatisfy { index, character in
-            character.isASCII && (character.isLetter || (index > 0 && (character.isNumber || "+-.".contains(character))))
-        }
+                             callback: callback.flatMap { OutcomeRecord.isDeliverable(callback: $0) ? $0 : nil })
     }
 }
+

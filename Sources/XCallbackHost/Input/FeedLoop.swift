@@ -29,12 +29,7 @@ extension Host {
             watchdog: watchdog)
         loop.start()
         loop.waitUntilInputEnds()
-        let owed = submitted.load(ordering: .acquiring)
-        if stopSignal.isRaised {
-            let deadline = MonotonicClock.now + configuration.gracePeriod.nanoseconds
-            if !sink.waitForEmitted(owed, deadline: deadline) { dispatcher.expireAll() }
-        }
-        _ = sink.waitForEmitted(owed, deadline: nil)
+        awaitRecords(submitted.load(ordering: .acquiring), on: sink)
         finishBackgroundWork()
     }
 
@@ -46,9 +41,6 @@ extension Host {
         opener.open(url)
         return true
     }
-
-    /// Whether a stop was asked for (SIGINT/SIGTERM, or a closed output).
-    public var isStopping: Bool { stopSignal.isRaised }
 }
 
 /// The number and attempt a request carries when the caller gives them

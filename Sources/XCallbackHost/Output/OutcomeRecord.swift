@@ -23,3 +23,9 @@ public struct OutcomeRecord: Sendable, Equatable {
         callback.map { CallbackURL.appending(outcome.parameters, to: $0) }
     }
 }
+
+extension OutcomeRecord {
+    /// Whether `callback` starts with an RFC 3986 scheme, as the host
+    /// requires of a callback it delivers to (the same check `run` applies).
+    public static func isDeliverable(callback: String) -> Bool { Dispatcher.hasScheme(callback) }
+}
