@@ -11,7 +11,7 @@ struct SendCommand: ParsableCommand {
         commandName: "send",
         abstract: "Write URLs to a running host's FIFO, each in one atomic write.")
 
-    @Option(help: ArgumentHelp("The host's FIFO (default: $XDG_RUNTIME_DIR/xcallback-UID.fifo).", valueName: "path"))
+    @Option(help: ArgumentHelp("The host's FIFO (default: $XDG_RUNTIME_DIR/xcallback-UID.fifo).", valueName: "path"), completion: .file())
     var fifo: String?
 
     @Argument(help: ArgumentHelp("Request URLs; put -- before them when one may begin with -.", valueName: "url")) var urls: [String]
@@ -71,7 +71,7 @@ struct CallCommand: ParsableCommand {
             5 when COMMAND cannot be started or exits non-zero before a response comes.
             """)
 
-    @Option(help: ArgumentHelp("The host's socket (default: $XDG_RUNTIME_DIR/xcallback-UID.sock).", valueName: "path"))
+    @Option(help: ArgumentHelp("The host's socket (default: $XDG_RUNTIME_DIR/xcallback-UID.sock).", valueName: "path"), completion: .file())
     var socket: String?
 
     @Flag(name: .customLong("via-open"), help: "Send URL to another program through --open and print the response it calls back with.")
@@ -178,17 +178,49 @@ struct SDKCommand: ParsableCommand {
             }
             return
         }
-        guard let directory = SDKLocation.includeDirectory() else {
-            throw Failure.exit("cannot find xcallback.h; set XCALLBACK_SDK_INCLUDE to the directory holding it")
-        }
+        let directory = try SDKLocation.includeDirectoryOrUserCopy()
         if cflags { print("-I\(directory)") } else { print(directory) }
     }
 }
 
-/// Where xcallback.h lives: beside an installed binary
-/// (PREFIX/bin/xcallback → PREFIX/include/xcallback), or, for a build from
-/// source, in the package the binary was built from.
+/// Where xcallback.h lives: `$XCALLBACK_SDK_INCLUDE`; beside an installed
+/// binary (PREFIX/bin/xcallback → PREFIX/include/xcallback); for a build
+/// from source, in the package the binary was built from; else the copy the
+/// binary carries, written to the user's data folder, so a binary copied
+/// anywhere can still build plug-ins.
 enum SDKLocation {
+    /// The include directory, writing the carried header to
+    /// `$XDG_DATA_HOME/xcallback/include` when no other copy is found (and
+    /// again whenever the copy there differs from this binary's).
+    static func includeDirectoryOrUserCopy() throws -> String {
+        if let directory = includeDirectory() { return directory }
+        let data: XDGDirectories
+        do { data = try XDGDirectories(environment: Environment.current) } catch {
+            throw Failure.exit("cannot find xcallback.h, and \(error); set XCALLBACK_SDK_INCLUDE to a folder holding it")
+        }
+        let directory = data.dataHome + "/xcallback/include"
+        let header = directory + "/xcallback.h"
+        let carried = Array(EmbeddedHeader.text.utf8)
+        do {
+            if try TextFile.read(header) != carried {
+                try makeDirectories(directory)
+                try TextFile.replace(header, with: carried)
+            }
+        } catch {
+            throw Failure.exit("cannot write xcallback.h to \(directory): \(error); "
+                + "set XCALLBACK_SDK_INCLUDE to a folder holding it")
+        }
+        return directory
+    }
+
+    private static func makeDirectories(_ path: String) throws(TextFileError) {
+        var prefix = ""
+        for component in path.split(separator: "/") {
+            prefix += "/" + component
+            if mkdir(prefix, 0o755) != 0 && errno != EEXIST { throw TextFileError(path: prefix, action: "create") }
+        }
+    }
+
     static func includeDirectory() -> String? {
         if let explicit = Environment.current["XCALLBACK_SDK_INCLUDE"] { return explicit }
         let executable = Environment.executable

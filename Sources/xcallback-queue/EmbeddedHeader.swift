@@ -1,0 +1,1 @@
+../xcallback/EmbeddedHeader.swift
