@@ -25,11 +25,15 @@ struct QueueOptions: ParsableArguments {
     @Argument(help: ArgumentHelp("The queue's database: a postgresql:// URL (empty: PG* variables and defaults).", valueName: "queue"))
     var queue: String
 
-    @Option(name: .customLong("log-level"), help: "stderr diagnostics: trace, debug, info, notice, warning, error, critical.")
+    @Option(name: .customLong("log-level"), help: "stderr diagnostics: trace, debug, info, notice, warning, error, critical.",
+            completion: .list(Logger.Level.allCases.map(\.rawValue)))
     var logLevel: String = "warning"
 
     func validate() throws {
-        if Logger.Level(rawValue: logLevel) == nil { throw ValidationError("unknown --log-level '\(logLevel)'") }
+        if Logger.Level(rawValue: logLevel) == nil {
+            let levels = Logger.Level.allCases.map { "'\($0.rawValue)'" }.joined(separator: ", ")
+            throw ValidationError("The value '\(logLevel)' is invalid for '--log-level <log-level>'. Please provide one of \(levels).")
+        }
     }
 
     func client() throws -> QueueClient {

@@ -142,8 +142,10 @@ struct CheckCommand: ParsableCommand {
         abstract: "Validate one plug-in file without running a host.",
         discussion: "Exit 0 and its routes when valid; non-zero and a one-line reason when not.")
 
-    @Argument(help: "The plug-in file (.so, or a .xcallback.toml binding manifest); none with --plugins.") var file: String?
-    @Option(name: .customLong("plugins"), help: ArgumentHelp("Check every plug-in of this folder as the host would load them, conflicts included (repeatable).", valueName: "dir"))
+    @Argument(help: "The plug-in file (.so, or a .xcallback.toml binding manifest); none with --plugins.",
+              completion: .file(extensions: ["so", "toml"])) var file: String?
+    @Option(name: .customLong("plugins"), help: ArgumentHelp("Check every plug-in of this folder as the host would load them, conflicts included (repeatable).", valueName: "dir"),
+            completion: .directory)
     var directories: [String] = []
     @Flag(name: .customLong("allow-insecure-plugins"), help: "Skip the ownership and permission checks.")
     var allowInsecure = false

@@ -25,7 +25,8 @@ struct NewCommand: ParsableCommand {
     @Option(help: "c, swift or rust.")
     var language: TemplateLanguage = .c
 
-    @Option(help: ArgumentHelp("An xcallback checkout to take the kit from (Swift, Rust).", valueName: "path"))
+    @Option(help: ArgumentHelp("An xcallback checkout to take the kit from (Swift, Rust).", valueName: "path"),
+            completion: .directory)
     var kit: String?
 
     func validate() throws {

@@ -10,7 +10,7 @@ import Glibc
 struct PluginDirectoryOptions: ParsableArguments {
     @Option(name: .customLong("plugins"), help: ArgumentHelp(
         "A plug-in directory (repeatable). Default: $XCALLBACK_PLUGIN_PATH, else ~/.local/share/xcallback/plugins, /usr/local/lib/xcallback/plugins, /usr/lib/xcallback/plugins.",
-        valueName: "dir"))
+        valueName: "dir"), completion: .directory)
     var directories: [String] = []
 
     @Flag(name: .customLong("allow-insecure-plugins"),

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Logging
 
 /// `run`'s options, grouped for `run --help` (ArgumentParser titles a group
 /// of options only as a `ParsableArguments` of its own). `RunCommand` reads
@@ -6,13 +7,13 @@ import ArgumentParser
 
 /// Where requests come from.
 struct RunInputOptions: ParsableArguments {
-    @Argument(help: ArgumentHelp("Read requests from each FILE in turn, to its end ('-' is stdin). None: stdin.", valueName: "file"))
+    @Argument(help: ArgumentHelp("Read requests from each FILE in turn, to its end ('-' is stdin). None: stdin.", valueName: "file"), completion: .file())
     var files: [String] = []
 
-    @Option(help: ArgumentHelp("Read requests from this FIFO (created mode 0600 if missing) until SIGINT/SIGTERM.", valueName: "path"))
+    @Option(help: ArgumentHelp("Read requests from this FIFO (created mode 0600 if missing) until SIGINT/SIGTERM.", valueName: "path"), completion: .file())
     var fifo: String?
 
-    @Option(help: ArgumentHelp("Serve requests on this Unix stream socket until SIGINT/SIGTERM (with --fifo: both). Under systemd socket activation, the socket systemd passes is served instead.", valueName: "path"))
+    @Option(help: ArgumentHelp("Serve requests on this Unix stream socket until SIGINT/SIGTERM (with --fifo: both). Under systemd socket activation, the socket systemd passes is served instead.", valueName: "path"), completion: .file())
     var socket: String?
 }
 
@@ -77,16 +78,17 @@ struct RunOutputOptions: ParsableArguments {
     @Flag(name: [.short, .customLong("keep-order")], help: "Write records in input order (default: as requests complete); with FILEs, in the order of each file.")
     var keepOrder = false
 
-    @Option(help: ArgumentHelp("Run COMMAND with each callback URL as its only argument instead of printing it (a program on PATH, or a path; checked at start).", valueName: "command"))
+    @Option(help: ArgumentHelp("Run COMMAND with each callback URL as its only argument instead of printing it (a program on PATH, or a path; checked at start).", valueName: "command"), completion: .default)
     var open: String?
 
-    @Option(name: .customLong("open-scheme"), help: ArgumentHelp("Let --open open callbacks of SCHEME, one it refuses by default (file, javascript, data and others that act on this machine; see the README). Repeatable.", valueName: "scheme"))
+    @Option(name: .customLong("open-scheme"), help: ArgumentHelp("Let --open open callbacks of SCHEME, one it refuses by default (file, javascript, data and others that act on this machine; see docs/usage.md). Repeatable.", valueName: "scheme"))
     var openSchemes: [String] = []
 }
 
 /// stderr.
 struct RunDiagnosticOptions: ParsableArguments {
-    @Option(name: .customLong("log-level"), help: "stderr diagnostics: trace, debug, info, notice, warning, error, critical.")
+    @Option(name: .customLong("log-level"), help: "stderr diagnostics: trace, debug, info, notice, warning, error, critical.",
+            completion: .list(Logger.Level.allCases.map(\.rawValue)))
     var logLevel: String = "warning"
 
     @Option(name: .customLong("log-format"), help: "stderr diagnostics format: text, or json (one object per line).")

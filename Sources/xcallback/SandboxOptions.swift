@@ -8,7 +8,8 @@ struct SandboxOptions: ParsableArguments {
     @Option(name: .customLong("sandbox"), help: "The workers' sandbox: auto (every layer the kernel offers; one warning for any it lacks), strict (refuse to start without Landlock and seccomp) or off.")
     var mode: SandboxArgument = .auto
 
-    @Option(name: .customLong("sandbox-config"), help: ArgumentHelp("The operator's capability grants per plug-in file (TOML; see docs/security.md).", valueName: "file"))
+    @Option(name: .customLong("sandbox-config"), help: ArgumentHelp("The operator's capability grants per plug-in file (TOML; see docs/security.md).", valueName: "file"),
+            completion: .file(extensions: ["toml"]))
     var config: String?
 
     /// The operator's grants, or an exit naming the file and the problem.
