@@ -43,11 +43,14 @@ struct PluginTemplate {
             xcallback run --plugins \(library.contains("/") ? String(library[..<library.lastIndex(of: "/")!]) : ".") < requests.txt
             ```
 
-            Install: copy the library into a plug-in folder, not writable by others, in one step:
+            Install: copy the library under a dot-name into a plug-in folder not writable by others,
+            then rename it into place, so a running host never sees half a file (the plug-in guide,
+            "Installing safely"):
 
             ```sh
-            mkdir -p ~/.local/share/xcallback/plugins
-            install -m 0755 \(library) ~/.local/share/xcallback/plugins/
+            dir=~/.local/share/xcallback/plugins; mkdir -p "$dir"
+            install -m 0755 \(library) "$dir/.\(library.split(separator: "/").last!).tmp"
+            mv -f "$dir/.\(library.split(separator: "/").last!).tmp" "$dir/\(library.split(separator: "/").last!)"
             ```
 
             \(kitNote)
