@@ -6,11 +6,11 @@ import Glibc
 #endif
 
 /// Issue 9, bad input: a corpus of hostile lines, each with the outcome the
-/// SPEC (sections 2 and 3) and the README ("Requests the host refuses up
+/// SPEC (sections 2 and 3) and the docs/usage.md ("Requests the host refuses up
 /// front", "Reliability") document for it.
 ///
 /// `XCALLBACK_STRESS_SCALE=N` repeats the mixed-file run N times as often
-/// (default 1; see README, "Reliability").
+/// (default 1; see docs/reliability.md).
 @Suite("Bad input: hostile lines")
 struct BadInputTests {
     // MARK: the corpus

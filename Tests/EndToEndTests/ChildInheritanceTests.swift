@@ -5,7 +5,7 @@ import Testing
 import Glibc
 #endif
 
-/// A child of the host inherits nothing it was not given (README,
+/// A child of the host inherits nothing it was not given (docs/routing-and-isolation.md,
 /// "Isolation"): stdin is /dev/null, and no descriptor but the ones it
 /// needs. Before, workers, probes and `--open` programs shared the host's
 /// stdin: an `--open` program that ran `head -n 1` made requests vanish,
@@ -118,7 +118,7 @@ struct ChildInheritanceTests {
     }
 }
 
-/// `--open` opens only schemes that ask another program (README, "--open"):
+/// `--open` opens only schemes that ask another program (docs/usage.md, "--open"):
 /// before, `xdg-open file:///etc/passwd?…` was run for any request that
 /// named such a callback.
 @Suite("--open schemes")

@@ -10,7 +10,7 @@ import Glibc
 /// records never cross connections.
 ///
 /// `XCALLBACK_STRESS_SCALE=N` multiplies the request counts by N (default 1,
-/// a few seconds in all; see README, "Reliability"):
+/// a few seconds in all; see docs/reliability.md):
 ///
 ///     XCALLBACK_STRESS_SCALE=50 swift test --filter ConcurrencyTests
 @Suite("Concurrency: FIFO writers and socket clients")

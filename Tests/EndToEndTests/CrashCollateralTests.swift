@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// A crash fails only the requests its worker had begun (README,
+/// A crash fails only the requests its worker had begun (docs/routing-and-isolation.md,
 /// "Isolation"): requests pipelined behind the crashing one never reached
 /// the plug-in, so the next worker runs them, which is not a replay. Before,
 /// every request in flight on the worker shared its fate: with 1% crashes,

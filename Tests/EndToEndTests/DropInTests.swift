@@ -151,7 +151,7 @@ struct DropInTests {
     }
 }
 
-/// Reloading in process does not pile up descriptors (README, "Hot
+/// Reloading in process does not pile up descriptors (docs/routing-and-isolation.md, "Hot
 /// drop-in"): before, each reload kept one open for good (13 → 113 after
 /// 100 reloads).
 @Suite("In-process reloads")

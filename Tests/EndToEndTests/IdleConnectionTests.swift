@@ -5,7 +5,7 @@ import Testing
 import Glibc
 #endif
 
-/// Idle connections cannot lock everyone out (README, "Long-lived hosts"):
+/// Idle connections cannot lock everyone out (docs/usage.md):
 /// before, 300 connections that sent half a line each held every slot, and
 /// a normal client waited unanswered in the listen backlog.
 @Suite("Idle socket connections")

@@ -130,7 +130,7 @@ struct ListingTests {
     }
 }
 
-/// A file name is printed on one line, whatever it holds (README, "Using it").
+/// A file name is printed on one line, whatever it holds (docs/usage.md).
 @Suite("Listing hostile file names")
 struct HostileFileNameTests {
     @Test("a plug-in file whose name holds a newline is listed on one line, escaped")

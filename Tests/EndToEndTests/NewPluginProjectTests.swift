@@ -23,7 +23,7 @@ func runIn(_ directory: String, _ command: [String], environment: [String: Strin
     return child
 }
 
-/// `xcallback new` (README, "Writing plug-ins"): each language's project
+/// `xcallback new` (docs/plugin-guide.md, chapter 15): each language's project
 /// builds with its usual one command and its library passes `check` and
 /// answers its sample request at once.
 @Suite("xcallback new", .serialized)

@@ -6,7 +6,7 @@ import Glibc
 #endif
 
 /// Only the host's own user (and root) can reach it through a FIFO or a
-/// socket, and its clients talk only to such a host (README, "Long-lived
+/// socket, and its clients talk only to such a host (docs/usage.md, "Long-lived
 /// hosts"). Before, `run --fifo` read a 0666 FIFO another user owned, and
 /// `send` and `call` fell back to paths in /tmp with no owner check.
 @Suite("Other users' FIFOs and sockets", .serialized)

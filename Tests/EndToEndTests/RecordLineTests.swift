@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// A record is always one line (README, "Output"): whatever a request
+/// A record is always one line (docs/usage.md, "Output"): whatever a request
 /// decodes to, every byte that could end or forge a line is encoded again
 /// before it is written. Before, `x-success=app://ok%0Aerror?…` decoded to
 /// a callback with a line feed, and `url` output printed a forged second
@@ -63,7 +63,7 @@ struct RecordLineTests {
     }
 }
 
-/// An await cannot hold `run` for a day (README, "Correlation"): its
+/// An await cannot hold `run` for a day (docs/desktop.md, "call --via-open"): its
 /// timeout is at most an hour.
 @Suite("Await limits")
 struct AwaitLimitTests {

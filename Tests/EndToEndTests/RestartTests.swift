@@ -5,7 +5,7 @@ import Testing
 import Glibc
 #endif
 
-/// How crashed workers come back (README "Isolation"), pinned where the
+/// How crashed workers come back (docs/routing-and-isolation.md, "Isolation"), pinned where the
 /// chaos test (ChaosTests.swift) found the host wrong: a back-off that grew
 /// with every crash (so bigger batches of waiting requests died with the
 /// next one), requests run after they had timed out waiting for a worker,
@@ -85,7 +85,7 @@ struct RestartTests {
     }
 }
 
-/// A quarantine ends by itself (README, "Isolation"): before, six crashes
+/// A quarantine ends by itself (docs/routing-and-isolation.md, "Isolation"): before, six crashes
 /// from any client disabled a plug-in for everyone until an operator sent
 /// SIGHUP or touched its file.
 @Suite("Quarantine", .serialized)

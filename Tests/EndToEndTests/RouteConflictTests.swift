@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// A route another plug-in owns is refused at registration with
-/// XCALLBACK_ERR_ROUTE_CONFLICT in both isolation modes (README, "Routes"):
+/// XCALLBACK_ERR_ROUTE_CONFLICT in both isolation modes (docs/routing-and-isolation.md, "Routes"):
 /// a plug-in that passes the code on is refused whole, one that goes on
 /// loads with its other routes. Before, a worker's registration returned OK
 /// and the host dropped the route later, so the first kind loaded in process

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// SPEC 1 and the README's "Routes": how a request URL finds its route,
+/// SPEC 1 and the docs/routing-and-isolation.md, "Routes": how a request URL finds its route,
 /// through the built binary in both isolation modes.
 @Suite("Routing rules")
 struct RoutingRulesTests {

@@ -5,7 +5,7 @@ import Testing
 import Glibc
 #endif
 
-/// SIGINT/SIGTERM (README, "Signals"): no new request is run, but no line
+/// SIGINT/SIGTERM (docs/usage.md, "Signals"): no new request is run, but no line
 /// that reached the host goes unanswered. Before, lines waiting in the FIFO
 /// were dropped with no log line, and socket clients got silence.
 @Suite("Shutdown: every line that reached the host is answered")

@@ -5,7 +5,7 @@ import Testing
 import Glibc
 #endif
 
-/// Only checked code runs (README, "Installing a plug-in safely"): the host
+/// Only checked code runs (docs/plugin-guide.md, "Installing safely"): the host
 /// opens a plug-in file once, checks the open file and every folder on its
 /// real path, and loads that descriptor; it does so again for every worker
 /// it starts. Before, a restarted worker reopened the path unchecked, and a

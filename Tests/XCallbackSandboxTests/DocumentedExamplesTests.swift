@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import XCallbackSandbox
 
-/// The capability files the README and the docs show parse as shown: a
+/// The capability files the docs show parse as shown: a
 /// reader who copies one gets a working file.
 @Suite("Documented capability files")
 struct DocumentedExamplesTests {
@@ -28,7 +28,7 @@ struct DocumentedExamplesTests {
         return blocks.filter { $0.contains("network") || $0.contains("memory") }
     }
 
-    @Test("declarations and operator grants in the docs parse", arguments: ["README.md", "docs/security.md", "docs/plugin-guide.md"])
+    @Test("declarations and operator grants in the docs parse", arguments: ["docs/security.md", "docs/plugin-guide.md"])
     func documented(file: String) throws {
         let blocks = try Self.tomlBlocks(in: file)
         #expect(!blocks.isEmpty, "no capability example in \(file)")
