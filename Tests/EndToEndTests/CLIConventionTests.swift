@@ -331,4 +331,74 @@ struct CLIConventionTests {
             #expect(!result.stderr.contains("succeeded"), "\(command): \(result.stderr)")
         }
     }
+
+    // MARK: sdk, man page, completions
+
+    @Test("sdk from a binary copied anywhere: the header it carries is written to the user's data folder, and a plug-in builds with it")
+    func sdkFromCopiedBinary() throws {
+        let scratch = try Scratch()
+        let bin = scratch.file("bin"), home = scratch.file("home")
+        mkdir(bin, 0o755); mkdir(home, 0o755)
+        try FileManager.default.copyItem(atPath: Products.xcallback, toPath: bin + "/xcallback")
+        let environment = ["HOME": home, "PATH": "/usr/bin:/bin"]
+        let first = try ChildProcess(["sdk", "--include-dir"], executable: bin + "/xcallback", environment: environment)
+        #expect(first.waitForExit() == .exited(0), "stderr: \(first.stderr)")
+        let folder = home + "/.local/share/xcallback/include"
+        #expect(first.stdout == folder + "\n")
+        let written = FileManager.default.contents(atPath: folder + "/xcallback.h")
+        let original = FileManager.default.contents(atPath: TestPostgres.repository + "/Sources/CXCallback/include/xcallback.h")
+        #expect(written != nil && written == original,
+                "the header the binary carries differs from Sources/CXCallback/include/xcallback.h: run .ci/embed-header")
+        // A stale copy is replaced; --cflags names the same folder.
+        try "/* old */\n".write(toFile: folder + "/xcallback.h", atomically: true, encoding: .utf8)
+        let again = try ChildProcess(["sdk", "--cflags"], executable: bin + "/xcallback", environment: environment)
+        #expect(again.waitForExit() == .exited(0))
+        #expect(again.stdout == "-I\(folder)\n")
+        #expect(FileManager.default.contents(atPath: folder + "/xcallback.h") == original)
+        guard access("/usr/bin/cc", X_OK) == 0 else { return }
+        let plugin = TestPostgres.repository + "/Examples/c-plugin/hello.c"
+        let compile = try ChildProcess(["-std=c11", "-fsyntax-only", "-I\(folder)", plugin], executable: "/usr/bin/cc")
+        #expect(compile.waitForExit(timeout: 60) == .exited(0), "cc: \(compile.stderr)")
+    }
+
+    @Test("the manual page renders with no warning from man, and names every option of run")
+    func manualPage() throws {
+        let page = TestPostgres.repository + "/docs/xcallback.1"
+        guard access("/usr/bin/man", X_OK) == 0 else {
+            #expect(ProcessInfo.processInfo.environment["CI"] == nil, "CI installs man-db")
+            print("manual page test skipped: man is not installed (apt-get install man-db)")
+            return
+        }
+        let man = try ChildProcess(["--warnings", "-l", page], executable: "/usr/bin/man",
+                                   environment: ["MANWIDTH": "200", "LANG": "C.UTF-8", "PATH": "/usr/bin:/bin", "MANPAGER": "cat"])
+        #expect(man.waitForExit(timeout: 60) == .exited(0))
+        #expect(man.stderr.isEmpty, "man --warnings: \(man.stderr)")
+        for section in ["DESCRIPTION", "OPTIONS", "EXIT STATUS", "SIGNALS", "ENVIRONMENT", "FILES", "EXAMPLES"] {
+            #expect(man.stdout.contains("\n" + section + "\n"), "no \(section) section")
+        }
+        let help = try xcallback(["run", "--help"])
+        let options = Set(help.stdout.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "," })
+            .map { String($0.prefix { $0.isLetter || $0.isNumber || $0 == "-" }) }
+            .filter { $0.hasPrefix("--") && $0.count > 2 })
+        #expect(options.count > 20)
+        let rendered = man.stdout.replacingOccurrences(of: "\u{2010}", with: "-")
+        for option in options.sorted() where option != "--help" {
+            #expect(rendered.contains(option), "the manual page does not describe \(option)")
+        }
+    }
+
+    @Test("completions complete folders after --plugins and check --plugins, files after --fifo, --socket and check, and --log-level's values", arguments: ["bash", "zsh", "fish"])
+    func completions(shell: String) throws {
+        let result = try xcallback(["--generate-completion-script", shell])
+        #expect(result.status == .exited(0))
+        let script = result.stdout
+        for level in ["trace", "debug", "info", "notice", "warning", "error", "critical"] {
+            #expect(script.contains(level), "\(shell): no --log-level value \(level)")
+        }
+        let directoryCompletion = ["bash": "-d", "zsh": "_files -/", "fish": "__fish_complete_directories"][shell]!
+        #expect(script.contains(directoryCompletion), "\(shell): no folder completion")
+        for option in ["plugins", "fifo", "socket", "log-level"] {
+            #expect(script.contains(option), "\(shell): --\(option) missing")
+        }
+    }
 }

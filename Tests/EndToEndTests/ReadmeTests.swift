@@ -1,0 +1,181 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Every shell block of the README runs as written, in order, in one fresh
+/// HOME, and the sample job prints what the README says it prints.
+///
+/// A block is a ```sh fence. A comment line just before it may say
+/// `<!-- readme-test: postgres -->` (it needs the queue's test server: PGHOST
+/// and PGUSER point at it, and a database `jobs` is made first) and/or
+/// `stops after N lines` (it runs until stopped, as `outcomes --follow` does:
+/// it passes once its stdout has N lines, and is then stopped with SIGTERM).
+///
+/// The blocks run in a folder that holds the checkout's `Examples`,
+/// `Plugins`, `docs` and `contrib`, and `.build/debug` for the products this
+/// test runs from. `swift` is a stand-in there: the package is already built
+/// (`swift build` succeeds at once, `--show-bin-path` names the products), and
+/// `swift test` is the command running this very test.
+@Suite("README command blocks", .scaledTimeLimit(minutes: 4))
+struct ReadmeTests {
+    struct Block: CustomStringConvertible {
+        let line: Int
+        let script: String
+        let needsPostgres: Bool
+        let stopsAfterLines: Int?
+        var description: String { "README.md:\(line)" }
+    }
+
+    static func blocks(in readme: String) -> [Block] {
+        var blocks: [Block] = []
+        let lines = readme.components(separatedBy: "\n")
+        var index = 0
+        while index < lines.count {
+            guard lines[index] == "```sh" else { index += 1; continue }
+            let directive = index > 0 && lines[index - 1].hasPrefix("<!-- readme-test:") ? lines[index - 1] : ""
+            var body: [String] = []
+            var end = index + 1
+            while end < lines.count && lines[end] != "```" { body.append(lines[end]); end += 1 }
+            var stops: Int?
+            if let range = directive.range(of: "stops after ") {
+                stops = Int(directive[range.upperBound...].prefix { $0.isNumber })
+            }
+            blocks.append(Block(line: index + 1, script: body.joined(separator: "\n") + "\n",
+                                needsPostgres: directive.contains("postgres"), stopsAfterLines: stops))
+            index = end + 1
+        }
+        return blocks
+    }
+
+    /// The output sample that follows "## Try it": every line but "..." must appear.
+    static func documentedSampleOutput(in readme: String) -> [String] {
+        guard let tryIt = readme.range(of: "## Try it") else { return [] }
+        var fence: String?  // the opening line of the fence we are in
+        var sample: [String] = []
+        for line in readme[tryIt.upperBound...].components(separatedBy: "\n") {
+            if line.hasPrefix("```") {
+                if fence == "```" { break }  // the end of the first plain block
+                fence = fence == nil ? line : nil
+                continue
+            }
+            if fence == "```" && line != "..." && !line.isEmpty { sample.append(line) }
+        }
+        return sample
+    }
+
+    @Test("every ```sh block of the README runs as written in a fresh HOME, in order")
+    func everyBlockRuns() throws {
+        let readme = try String(contentsOfFile: TestPostgres.repository + "/README.md", encoding: .utf8)
+        let blocks = Self.blocks(in: readme)
+        #expect(blocks.count >= 6, "the README's shell blocks were not found")
+        let scratch = try Scratch()
+        let work = scratch.file("work"), home = scratch.file("home"), runtime = scratch.file("runtime")
+        let shims = scratch.file("shims")
+        for folder in [work, home, shims, work + "/.build"] { mkdir(folder, 0o755) }
+        mkdir(runtime, 0o700)
+        for name in ["Examples", "Plugins", "docs", "contrib"] {
+            symlink(TestPostgres.repository + "/" + name, work + "/" + name)
+        }
+        symlink(Products.directory, work + "/.build/debug")
+        try installScript(at: shims + "/swift", """
+            #!/bin/sh
+            # Stands in for swift: the package is built (this test runs from it).
+            case "$*" in
+              *--show-bin-path*) echo '\(Products.directory)' ;;
+              build*) exit 0 ;;
+              test*) exit 0 ;;
+              *) echo "swift stand-in: unexpected 'swift $*'" >&2; exit 1 ;;
+            esac
+            """)
+
+        let environment = ["HOME": home, "XDG_RUNTIME_DIR": runtime, "LANG": "C.UTF-8",
+                           "PATH": "\(shims):\(Products.directory):/usr/local/bin:/usr/bin:/bin"]
+        let underCI = ProcessInfo.processInfo.environment["CI"] != nil
+        for block in blocks {
+            var blockEnvironment = environment
+            if block.needsPostgres {
+                guard TestPostgres.shouldRun else {
+                    print("\(block): skipped, \(TestPostgres.unavailableReason ?? "")")
+                    continue
+                }
+                let server = try TestPostgres.serverURL()
+                try TestPostgres.psql(server, "DROP DATABASE IF EXISTS jobs WITH (FORCE)")
+                try TestPostgres.psql(server, "CREATE DATABASE jobs")
+                blockEnvironment.merge(try Self.libpqVariables(server)) { $1 }
+            }
+            let missing = ["socat", "jq", "cc", "make"].filter { tool in
+                block.script.contains(tool + " ") && !Self.onPath(tool)
+            }
+            if !missing.isEmpty {
+                #expect(!underCI, "\(block) needs \(missing.joined(separator: ", ")), which CI installs")
+                print("\(block): skipped, \(missing.joined(separator: ", ")) not installed")
+                continue
+            }
+            let scriptFile = scratch.file("block-\(block.line).sh")
+            try ("cd '\(work)'\n" + block.script).write(toFile: scriptFile, atomically: true, encoding: .utf8)
+            let child = try ChildProcess(["-e", "-o", "pipefail", scriptFile], executable: "/bin/bash",
+                                         environment: blockEnvironment, ownProcessGroup: true)
+            if let lines = block.stopsAfterLines {
+                let reached = child.waitForStdoutLines(lines, timeout: TestTiming.scaled(60))
+                child.send(signalToGroup: SIGTERM)
+                _ = child.waitForExit(timeout: TestTiming.scaled(30))
+                #expect(reached, "\(block) printed \(ChildProcess.lines(child.stdout).count) of \(lines) lines:\n\(child.stderr)")
+            } else {
+                let status = child.waitForExit(timeout: TestTiming.scaled(120))
+                #expect(status == .exited(0), "\(block) ended \(status):\n\(block.script)\nstdout:\n\(child.stdout)\nstderr:\n\(child.stderr)")
+                child.send(signalToGroup: SIGKILL)  // anything a failed block left behind
+            }
+            print("\(block): ran, \(ChildProcess.lines(child.stdout).count) lines of output")
+            if block == blocks.first {
+                let output = child.stdout + child.stderr
+                for line in Self.documentedSampleOutput(in: readme) {
+                    #expect(output.contains(line), "the README shows '\(line)', which the sample job did not print")
+                }
+            }
+        }
+    }
+
+    @Test("no link in the README or the docs points outside the repository, and every file a link names exists")
+    func links() throws {
+        let root = TestPostgres.repository
+        let docs = try FileManager.default.contentsOfDirectory(atPath: root + "/docs").filter { $0.hasSuffix(".md") }
+        for file in ["README.md", "CONTRIBUTING.md", "CHANGELOG.md"] + docs.map({ "docs/" + $0 }) {
+            let text = try String(contentsOfFile: root + "/" + file, encoding: .utf8)
+            // Code blocks show commands and URLs, not links.
+            let prose = text.components(separatedBy: "```").enumerated().filter { $0.offset % 2 == 0 }.map(\.element).joined()
+            var rest = prose[...]
+            while let open = rest.range(of: "](") {
+                let after = rest[open.upperBound...]
+                guard let close = after.firstIndex(of: ")") else { break }
+                let link = String(after[..<close])
+                rest = after[close...]
+                #expect(!link.contains("://"), "\(file) links outside the repository: \(link)")
+                let path = String(link.prefix { $0 != "#" })
+                guard !path.isEmpty, !link.contains("://") else { continue }
+                let folder = file.contains("/") ? String(file[..<file.lastIndex(of: "/")!]) + "/" : ""
+                #expect(access(root + "/" + folder + path, F_OK) == 0, "\(file) links to \(path), which does not exist")
+            }
+        }
+    }
+
+    private static func onPath(_ tool: String) -> Bool {
+        ["/usr/local/bin", "/usr/bin", "/bin"].contains { access($0 + "/" + tool, X_OK) == 0 }
+    }
+
+    /// PGHOST and PGUSER for the test server's URL (`postgresql://USER@/postgres?host=FOLDER`).
+    private static func libpqVariables(_ url: String) throws -> [String: String] {
+        guard let components = URLComponents(string: url), let host = components.queryItems?.first(where: { $0.name == "host" })?.value
+        else { throw HarnessError("cannot read the test server's URL \(url)") }
+        var variables = ["PGHOST": host]
+        if let user = components.user { variables["PGUSER"] = user }
+        if let port = components.port { variables["PGPORT"] = String(port) }
+        return variables
+    }
+}
+
+extension ReadmeTests.Block: Equatable {
+    static func == (lhs: Self, rhs: Self) -> Bool { lhs.line == rhs.line }
+}
