@@ -113,8 +113,8 @@ extension RunCommand {
         Examples:
           xcallback run --plugins ./plugins < requests.txt
           xcallback run -k --output jsonl a.txt - b.txt < more.txt | jq -c .params
-          xcallback run --fifo "$XDG_RUNTIME_DIR/xcallback.fifo" --open xdg-open
-          xcallback run --socket "$XDG_RUNTIME_DIR/xcallback.sock" --log-level info
+          xcallback run --fifo "$XDG_RUNTIME_DIR/xcallback-$(id -u).fifo" --open xdg-open
+          xcallback run --socket "$XDG_RUNTIME_DIR/xcallback-$(id -u).sock" --log-level info
 
         Exit status:
           0    input read to its end and answered (whatever the outcomes),
