@@ -339,7 +339,11 @@ struct CLIConventionTests {
         let scratch = try Scratch()
         let bin = scratch.file("bin"), home = scratch.file("home")
         mkdir(bin, 0o755); mkdir(home, 0o755)
-        try FileManager.default.copyItem(atPath: Products.xcallback, toPath: bin + "/xcallback")
+        // Copied by cp, not by this process: a child another test spawns
+        // meanwhile would inherit our descriptor writing the copy, and
+        // running the copy would then fail with ETXTBSY.
+        let copy = try ChildProcess([Products.xcallback, bin + "/xcallback"], executable: "/bin/cp")
+        #expect(copy.waitForExit() == .exited(0))
         let environment = ["HOME": home, "PATH": "/usr/bin:/bin"]
         let first = try ChildProcess(["sdk", "--include-dir"], executable: bin + "/xcallback", environment: environment)
         #expect(first.waitForExit() == .exited(0), "stderr: \(first.stderr)")
