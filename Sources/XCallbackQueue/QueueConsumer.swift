@@ -57,6 +57,7 @@ public final class QueueConsumer: Sendable {
     private let wakes: AsyncStream<Void>
     private let wake: AsyncStream<Void>.Continuation
     private let counters = Mutex(Counters())
+    private let written = Mutex(RecentlyWritten())
 
     struct Counters {
         var recorded = 0
@@ -412,9 +413,11 @@ public final class QueueConsumer: Sendable {
             }
             inFlight.withLock { for item in batch { $0[item.id] = nil } }
             wake.yield()
-            // One record per request, whatever the batch held.
-            var delivered = Set<Int64>()
-            deliver(batch.filter { recorded.contains($0.id) && delivered.insert($0.id).inserted }.map(\.record))
+            // One record per request, whatever the batches held.
+            let fresh = written.withLock { written in batch.filter { recorded.contains($0.id) && written.insert($0.id) } }
+            let repeated = batch.filter { recorded.contains($0.id) }.count - fresh.count
+            if repeated > 0 { logger.debug("queue: \(repeated) record(s) already written by this host, not written again") }
+            deliver(fresh.map(\.record))
         }
     }
 

@@ -48,7 +48,7 @@ struct QueueChaosTests {
         let hostArguments = ["--queue", queue, "--lease", "2", "--timeout", "1", "--grace-period", "1", "--log-level", "info"]
         func startHost() throws -> ChildProcess { try fixture.start(hostArguments, stdin: .null) }
         var hosts = [try startHost(), try startHost(), try startHost()]
-        // Kills come every 2 to 4 seconds; a short run gets its two
+        // Kills come every 1 to 2 seconds; a short run gets its two
         // terminations all the same, the first before any kill.
         var retired: [ChildProcess] = []
         var kills = 0, terminations = 0
@@ -57,7 +57,9 @@ struct QueueChaosTests {
         // Every few seconds (a fraction of a second for a short run) a host
         // is SIGKILLed and started again; the first and third time, every
         // host's connections are terminated instead.
-        let pause: ClosedRange<UInt64> = count >= 20_000 ? 2_000_000...4_000_000 : 300_000...800_000
+        // (Hosts got fast enough that 50,000 requests could be done before
+        // a second kill at 2 to 4 seconds: 1 to 2 seconds now.)
+        let pause: ClosedRange<UInt64> = count >= 20_000 ? 1_000_000...2_000_000 : 300_000...800_000
         var round = 0
         while Date() < limit {
             let status = try QueueTests.status(queue)
