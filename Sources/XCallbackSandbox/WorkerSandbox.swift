@@ -62,13 +62,6 @@ public enum WorkerSandbox {
         let capabilities = plan.capabilities
         var layers: [String] = []
 
-        // The scratch folder is made here, in the worker, not by the host:
-        // a hundred workers then make theirs side by side, off the host's
-        // one spawner thread (a mkdir was a fifth of its time per worker).
-        // The host made the private folder it sits in, and removes both.
-        guard mkdir(plan.scratch, 0o700) == 0 || errno == EEXIST else {
-            throw SandboxError("cannot make the scratch folder \(plan.scratch): \(String(cString: strerror(errno)))")
-        }
         setenv("TMPDIR", plan.scratch, 1)
 
         if capabilities.processes > 0 {
