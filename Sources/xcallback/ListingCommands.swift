@@ -282,16 +282,12 @@ struct ZygoteCommand: ParsableCommand {
                                      "--parent", String(parent)])
         WorkerSandbox.prepareForForking()
         WorkerZygote.warmUp()
-        // Logging is set up here, once, as `__worker` sets it up (the same
-        // level, and the host's format from the environment every worker
-        // gets): each forked worker has it from the start.
-        Diagnostics.bootstrap(level: .warning, format: Diagnostics.inheritedFormat)
-        _ = Diagnostics.logger
         throw ExitCode(WorkerZygote.serve(parent: parent) { arguments in
             // In the forked child: what `xcallback __worker ARGUMENTS` runs,
             // without the argument parser, which was a third of a forked
             // worker's start (the host wrote these arguments itself).
             guard let worker = WorkerMain.Arguments(arguments) else { return 2 }
+            Diagnostics.bootstrap(level: .warning, format: Diagnostics.inheritedFormat)
             return WorkerMain.run(pluginPath: worker.file, parent: worker.parent, allowInsecure: worker.allowInsecure,
                                   sandbox: worker.sandbox, logger: Diagnostics.logger)
         })
