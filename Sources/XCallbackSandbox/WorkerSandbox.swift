@@ -152,7 +152,7 @@ public enum WorkerSandbox {
         }
         // Executing needs the right on the program and on its loader.
         let execute = capabilities.exec ? LandlockRights.execute : 0
-        for path in systemReadable + mappedFolders { try allow(path, LandlockRights.read | execute) }
+        for path in systemReadable + mappedFolders() { try allow(path, LandlockRights.read | execute) }
         for file in [plan.pluginPath] + loadedFrom { try allow(folder(of: file), LandlockRights.read) }
         for device in devices {
             try allow(device, LandlockRights.readFile | LandlockRights.writeFile | LandlockRights.truncate)
@@ -190,19 +190,7 @@ public enum WorkerSandbox {
     /// The folders of every file mapped now (the worker's own executable
     /// and the Swift runtime among them): what the plug-in may need to
     /// load its dependencies from.
-    /// Reads the folders of what is mapped now, so that workers forked from
-    /// this process (the zygote) find them read already.
-    public static func prepareForForking() {
-        _ = mappedFolders
-    }
-
-    /// The folders of every file mapped into this process, read once, before
-    /// any plug-in is loaded: a worker forked from the zygote has mapped what
-    /// the zygote had (its plug-in comes after its sandbox), and reading
-    /// /proc/self/maps was a fifth of a forked worker's start.
-    private static let mappedFolders: [String] = readMappedFolders()
-
-    private static func readMappedFolders() -> [String] {
+    private static func mappedFolders() -> [String] {
         guard let text = readText("/proc/self/maps") else { return [] }
         var folders = Set<String>()
         for line in text.split(separator: "\n") {

@@ -267,29 +267,3 @@ struct WorkerCommand: ParsableCommand {
                                       logger: Diagnostics.logger))
     }
 }
-
-/// The process workers are forked from (`WorkerZygote`); not for people.
-struct ZygoteCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: WorkerZygote.subcommand, shouldDisplay: false)
-
-    @Option var parent: Int32
-    /// Room in this command line for each worker's (ps shows it).
-    @Option(name: .customLong("title-room")) var titleRoom: String?
-
-    func run() throws {
-        WorkerZygote.setCommandLine([CommandLine.arguments.first ?? "xcallback", WorkerZygote.subcommand,
-                                     "--parent", String(parent)])
-        WorkerSandbox.prepareForForking()
-        WorkerZygote.warmUp()
-        throw ExitCode(WorkerZygote.serve(parent: parent) { arguments in
-            // In the forked child: what `xcallback __worker ARGUMENTS` runs,
-            // without the argument parser, which was a third of a forked
-            // worker's start (the host wrote these arguments itself).
-            guard let worker = WorkerMain.Arguments(arguments) else { return 2 }
-            Diagnostics.bootstrap(level: .warning, format: Diagnostics.inheritedFormat)
-            return WorkerMain.run(pluginPath: worker.file, parent: worker.parent, allowInsecure: worker.allowInsecure,
-                                  sandbox: worker.sandbox, logger: Diagnostics.logger)
-        })
-    }
-}

@@ -63,39 +63,4 @@ static inline uint64_t xcallback_load_acquire_u64(const uint64_t *word) {
  * symbolic link (nftw with FTW_PHYS). Returns 0, or -1 with errno set. */
 int xcallback_remove_tree(const char *path);
 
-/* --- The worker zygote (Worker/WorkerZygote.swift) ------------------------ */
-
-/* sendmsg with `count` (at most 8) descriptors as SCM_RIGHTS. Returns 0
- * once all `length` bytes went as one message, or -1 with errno set. */
-int xcallback_send_with_descriptors(int socket, const void *bytes, unsigned long length,
-                                    const int *descriptors, int count);
-
-/* recvmsg of one message and up to `capacity` descriptors (close-on-exec).
- * Returns its length (0 at end of input) and sets *count, or -1 with errno
- * set; a message or descriptor list that did not fit is EMSGSIZE, and any
- * descriptors that came with it are closed. */
-long xcallback_receive_with_descriptors(int socket, void *bytes, unsigned long capacity,
-                                        int *descriptors, int capacity_descriptors, int *count);
-
-/* fork(2) for the zygote. In the child: each descriptors[i] lands on
- * numbers[i], every other descriptor from 3 up is closed, the child leads a
- * process group of its own, its signal mask is empty and every disposition
- * is the default, and `environment` (NULL-terminated) is its environment.
- * Returns 0 in the child, the child's pid in the parent, -1 on failure. */
-int xcallback_zygote_fork(const int *descriptors, const int *numbers, int count, char **environment);
-
-/* waitid(P_PIDFD): the exit of the process behind `pidfd` as a waitpid
- * status, leaving it a zombie when `keep` is non-zero (so its pid cannot be
- * reused before the host is done with it). Returns 0, 1 if it has not
- * exited, or -1 with errno set. */
-int xcallback_pidfd_exit_status(int pidfd, int keep, int *status);
-
-/* Rewrites what /proc/PID/cmdline (and ps) shows: the memory of this
- * process's original argv (argc strings, contiguous) holds `arguments`
- * instead, cut to fit, the rest zeroed. Returns 0, or -1. */
-int xcallback_set_command_line(char **argv, int argc, const char *const *arguments, int count);
-
-/* How many threads this process runs (from /proc/self/stat), or -1. */
-int xcallback_thread_count(void);
-
 #endif

@@ -253,8 +253,7 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
             let worker: WorkerProcess
             do {
                 worker = try WorkerProcess.start(executable: executable, pluginPath: path, security: security,
-                                                    sandboxing: sandboxing, taken: takenRoutes(),
-                                                    zygote: spawner.zygote(for: executable))
+                                                    sandboxing: sandboxing, taken: takenRoutes())
             } catch {
                 disable("plug-in '\(pluginName)' could not be restarted: \(error)")
                 return

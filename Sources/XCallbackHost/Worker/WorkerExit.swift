@@ -49,33 +49,3 @@ struct WorkerExit: Sendable, Equatable, CustomStringConvertible {
         return WorkerExit(status: status)
     }
 }
-
-/// Who reaps a worker: the host, whose child it is when it was executed, or
-/// the zygote it was forked from. Either way the pid stays the worker's
-/// (a zombie) until this says it is done with it, so signalling its group
-/// can never reach another process.
-struct WorkerParent: Sendable {
-    let zygote: ZygoteClient?
-
-    /// As `WorkerExit.reap`.
-    func reap(_ pid: pid_t, grace: Int32) -> WorkerExit {
-        guard let zygote else { return WorkerExit.reap(pid, grace: grace) }
-        let exitEvent = xcallback_pidfd_open(pid)
-        if exitEvent >= 0 {
-            var event = pollfd(fd: exitEvent, events: Int16(POLLIN), revents: 0)
-            while poll(&event, 1, grace) < 0 && errno == EINTR {}
-            close(exitEvent)
-        }
-        kill(-pid, SIGKILL)
-        kill(pid, SIGKILL)
-        defer { zygote.release(pid) }
-        return WorkerExit(status: zygote.exitStatus(of: pid))
-    }
-
-    /// As `WorkerExit.wait(for:)`.
-    func wait(for pid: pid_t) -> WorkerExit {
-        guard let zygote else { return WorkerExit.wait(for: pid) }
-        defer { zygote.release(pid) }
-        return WorkerExit(status: zygote.exitStatus(of: pid, timeout: 60))
-    }
-}

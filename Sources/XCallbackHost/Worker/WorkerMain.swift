@@ -28,34 +28,6 @@ public enum WorkerMain {
     /// The option the host passes the worker's `SandboxPlan` in.
     public static let sandboxOption = "--sandbox"
 
-    /// The arguments after `__worker`, as the host writes them: `FILE
-    /// --parent PID [--allow-insecure-plugins] [--sandbox PLAN]`.
-    public struct Arguments {
-        public var file: String
-        public var parent: pid_t
-        public var allowInsecure = false
-        public var sandbox: SandboxPlan?
-
-        public init?(_ arguments: [String]) {
-            guard let file = arguments.first else { return nil }
-            self.file = file
-            var parent: pid_t?
-            var rest = arguments.dropFirst()
-            while let argument = rest.popFirst() {
-                switch argument {
-                case "--parent": parent = rest.popFirst().flatMap { pid_t($0) }
-                case allowInsecureFlag: allowInsecure = true
-                case sandboxOption:
-                    guard let plan = rest.popFirst().flatMap(SandboxPlan.init(encoded:)) else { return nil }
-                    sandbox = plan
-                default: return nil
-                }
-            }
-            guard let parent else { return nil }
-            self.parent = parent
-        }
-    }
-
     public static func run(pluginPath: String, parent: pid_t, allowInsecure: Bool, sandbox: SandboxPlan?,
                            logger: Logger) -> Int32 {
         // Die with the host, even one killed with SIGKILL; and if it died
