@@ -264,6 +264,52 @@ static void read_environment(const xcallback_request *request, xcallback_reply r
     done(reply, value);
 }
 
+/* memory?reversed=S: whether the reverse of S is anywhere in this
+   process's readable memory: its environment block, its stack, its heap.
+   Neither the request nor this code holds the text
+   itself (it is kept XORed), so only a real copy is found. */
+static int matches_masked(const unsigned char *bytes, const unsigned char *masked, size_t length) {
+    for (size_t i = 0; i < length; i++) {
+        if ((unsigned char)(bytes[i] ^ 0x5A) != masked[i]) return 0;
+    }
+    return 1;
+}
+
+static void search_memory(const xcallback_request *request, xcallback_reply reply, void *unused) {
+    (void)unused;
+    const char *reversed = parameter(request, "reversed");
+    if (reversed == NULL) { host->reply_error(reply, "Usage", "reversed is required", NULL); return; }
+    size_t length = strlen(reversed);
+    unsigned char masked[256];
+    if (length == 0 || length >= sizeof masked) { host->reply_error(reply, "Usage", "bad needle", NULL); return; }
+    for (size_t i = 0; i < length; i++) masked[i] = (unsigned char)reversed[length - 1 - i] ^ 0x5A;
+    FILE *maps = fopen("/proc/self/maps", "re");
+    int memory = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
+    if (maps == NULL || memory < 0) { failed(reply, "open /proc/self"); if (maps) fclose(maps); return; }
+    char line[512];
+    const char *found = "absent";
+    size_t size = 1 << 20;
+    unsigned char *chunk = malloc(size);
+    while (fgets(line, sizeof line, maps) != NULL && chunk != NULL && strcmp(found, "absent") == 0) {
+        unsigned long start, end;
+        char permissions[5];
+        if (sscanf(line, "%lx-%lx %4s", &start, &end, permissions) != 3 || permissions[0] != 'r') continue;
+        if (strstr(line, "[vvar") || strstr(line, "[vsyscall]")) continue;
+        for (unsigned long at = start; at < end && strcmp(found, "absent") == 0; at += size - 256) {
+            size_t want = end - at < size ? end - at : size;
+            ssize_t got = pread(memory, chunk, want, (off_t)at);
+            if (got <= 0) break;
+            for (size_t i = 0; i + length <= (size_t)got; i++) {
+                if (matches_masked(chunk + i, masked, length)) { found = "found"; break; }
+            }
+        }
+    }
+    free(chunk);
+    fclose(maps);
+    close(memory);
+    done(reply, found);
+}
+
 static void trace_host(const xcallback_request *request, xcallback_reply reply, void *unused) {
     (void)request; (void)unused;
     if (ptrace(PTRACE_ATTACH, getppid(), NULL, NULL) != 0) { failed(reply, "ptrace"); return; }
@@ -296,7 +342,7 @@ XCALLBACK_EXPORT int xcallback_plugin_register(const xcallback_host_api *api, xc
         {"read", read_file}, {"write", write_file}, {"connect", connect_port}, {"exec", exec_shell},
         {"system", run_system}, {"forkbomb", fork_bomb}, {"linger", linger}, {"fds", open_many},
         {"alloc", allocate}, {"sharedalloc", allocate_shared}, {"killhost", kill_host}, {"killsiblings", kill_siblings}, {"forge", forge},
-        {"env", read_environment}, {"sigio", send_sigio}, {"prlimit", limit_host}, {"ptrace", trace_host}, {"vmwrite", write_host_memory}, {"mount", mount_tmpfs}, {"bpf", load_bpf},
+        {"env", read_environment}, {"memory", search_memory}, {"sigio", send_sigio}, {"prlimit", limit_host}, {"ptrace", trace_host}, {"vmwrite", write_host_memory}, {"mount", mount_tmpfs}, {"bpf", load_bpf},
     };
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
         int rc = api->register_action(plugin, "attack", routes[i].action, routes[i].handler, NULL);

@@ -239,6 +239,10 @@ struct SandboxTests {
         let session = try AttackSession(capabilities: "environment = [\"WEATHER_API_KEY\"]\n",
                                         environment: environment)
         #expect(try session.attack("env?name=DATABASE_PASSWORD").errorCode == "Unset")
+        // Nor anywhere in its memory (its environment block, stack or heap);
+        // a declared one is, which shows the search finds what is there.
+        #expect(try session.attack("memory?reversed=2retnuh").params["result"] == "absent")
+        #expect(try session.attack("memory?reversed=321-k").params["result"] == "found")
         #expect(try session.attack("env?name=WEATHER_API_KEY").params["result"] == "k-123")
         #expect(try session.attack("env?name=LC_TIME").params["result"] == "C")
         #expect(try session.attack("env?name=PATH").params["result"] == environment["PATH"])
