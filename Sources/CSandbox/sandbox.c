@@ -297,11 +297,19 @@ int xcallback_seccomp_load(const xcallback_seccomp_grant *grant, int supervisor)
     result |= rule(filter, fatal, "prlimit64", 1, SCMP_A0_32(SCMP_CMP_NE, 0));
     result |= rule(filter, fatal, "setpriority", 1, SCMP_A0_32(SCMP_CMP_NE, PRIO_PROCESS));
     result |= rule(filter, fatal, "setpriority", 1, SCMP_A1_32(SCMP_CMP_NE, 0));
+    /* Scheduling and I/O priority: the host by its pid is a violation; any
+     * other thread but the caller (0) is refused. The host's other threads
+     * have ids of their own that a filter cannot tell from the worker's
+     * (pthread_setaffinity_np passes a thread id), so a worker may change
+     * only the calling thread: another worker's threads, or the host's
+     * reply threads set to SCHED_IDLE, are out of its reach. */
     const char *const scheduling[] = {"sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr"};
     for (size_t i = 0; i < sizeof scheduling / sizeof scheduling[0]; i++) {
         result |= rule(filter, fatal, scheduling[i], 1, SCMP_A0_32(SCMP_CMP_EQ, parent));
+        result |= rule(filter, SCMP_ACT_ERRNO(EPERM), scheduling[i], 1, SCMP_A0_32(SCMP_CMP_NE, 0));
     }
     result |= rule(filter, fatal, "ioprio_set", 1, SCMP_A1_32(SCMP_CMP_EQ, parent));
+    result |= rule(filter, SCMP_ACT_ERRNO(EPERM), "ioprio_set", 1, SCMP_A1_32(SCMP_CMP_NE, 0));
 
     if (!grant->network) result |= soft(filter, supervised, "socket", 0, none);
     if (!grant->exec) {

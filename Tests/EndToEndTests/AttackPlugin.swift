@@ -10,6 +10,7 @@ enum AttackPlugin {
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -310,6 +311,29 @@ static void search_memory(const xcallback_request *request, xcallback_reply repl
     done(reply, found);
 }
 
+/* idle-host: the host, by its pid, set to SCHED_IDLE. */
+static void idle_host(const xcallback_request *request, xcallback_reply reply, void *unused) {
+    (void)request; (void)unused;
+    struct sched_param none = { 0 };
+    if (sched_setscheduler(getppid(), SCHED_IDLE, &none) != 0) { failed(reply, "sched_setscheduler"); return; }
+    done(reply, "idled");
+}
+
+/* idle-threads: every thread id between the host's pid and this worker's
+   (the host's threads, and workers started before this one) set to
+   SCHED_IDLE; answers how many it changed. */
+static void idle_threads(const xcallback_request *request, xcallback_reply reply, void *unused) {
+    (void)request; (void)unused;
+    struct sched_param none = { 0 };
+    int changed = 0;
+    for (pid_t tid = getppid() + 1; tid < getpid(); tid++) {
+        if (sched_setscheduler(tid, SCHED_IDLE, &none) == 0) changed++;
+    }
+    char text[32];
+    snprintf(text, sizeof text, "%d", changed);
+    done(reply, text);
+}
+
 static void trace_host(const xcallback_request *request, xcallback_reply reply, void *unused) {
     (void)request; (void)unused;
     if (ptrace(PTRACE_ATTACH, getppid(), NULL, NULL) != 0) { failed(reply, "ptrace"); return; }
@@ -342,7 +366,7 @@ XCALLBACK_EXPORT int xcallback_plugin_register(const xcallback_host_api *api, xc
         {"read", read_file}, {"write", write_file}, {"connect", connect_port}, {"exec", exec_shell},
         {"system", run_system}, {"forkbomb", fork_bomb}, {"linger", linger}, {"fds", open_many},
         {"alloc", allocate}, {"sharedalloc", allocate_shared}, {"killhost", kill_host}, {"killsiblings", kill_siblings}, {"forge", forge},
-        {"env", read_environment}, {"memory", search_memory}, {"sigio", send_sigio}, {"prlimit", limit_host}, {"ptrace", trace_host}, {"vmwrite", write_host_memory}, {"mount", mount_tmpfs}, {"bpf", load_bpf},
+        {"env", read_environment}, {"memory", search_memory}, {"idle-host", idle_host}, {"idle-threads", idle_threads}, {"sigio", send_sigio}, {"prlimit", limit_host}, {"ptrace", trace_host}, {"vmwrite", write_host_memory}, {"mount", mount_tmpfs}, {"bpf", load_bpf},
     };
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
         int rc = api->register_action(plugin, "attack", routes[i].action, routes[i].handler, NULL);

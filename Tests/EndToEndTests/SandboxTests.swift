@@ -133,10 +133,14 @@ struct SandboxTests {
         _ = try session.attack("sigio")
         try session.expectHostAlive()
 
+        // Another thread's scheduling (the host's threads, other workers):
+        // refused, whatever its id. Before, only the host's pid was.
+        #expect(try session.attack("idle-threads").params["result"] == "0")
+
         // Dangerous calls end the worker; the host and its other workers live.
         for (route, call) in [("killhost", "kill"), ("killsiblings", "kill"), ("ptrace", "ptrace"),
                               ("vmwrite", "process_vm_writev"), ("mount", "mount"), ("bpf", "bpf"),
-                              ("prlimit", "prlimit64")] {
+                              ("prlimit", "prlimit64"), ("idle-host", "sched_setscheduler")] {
             expectViolation(try session.attack(route), call: call)
             try session.expectHostAlive()
         }
