@@ -47,20 +47,7 @@ final class ConditionLock<State>: @unchecked Sendable {
         deadline: UInt64? = nil,
         then body: (inout State) throws -> R
     ) rethrows -> R {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        while !isReady(state) {
-            if let deadline {
-                if MonotonicClock.now >= deadline { break }
-                var time = timespec(
-                    tv_sec: Int(deadline / 1_000_000_000),
-                    tv_nsec: Int(deadline % 1_000_000_000))
-                pthread_cond_timedwait(condition, mutex, &time)
-            } else {
-                pthread_cond_wait(condition, mutex)
-            }
-        }
-        return try body(&state)
+        try wait(until: isReady, deadline: deadline, beforeSleeping: { _ in }, then: body)
     }
 
     /// As `wait(until:deadline:then:)`, and `beforeSleeping` runs on the
