@@ -339,7 +339,12 @@ enum RouteMatcherProperties {
                         "firstMatch binds the arguments matches does", "\(request)")
         }
 
-        // The fast lane's index finds a route exactly when the first match is all literals.
+        // The fast lane's index finds a route exactly when the first match is
+        // all literals. Its keys end each part with a NUL, which no request
+        // the host routes holds (the parsers refuse it, raw or escaped): a
+        // host "b\0j" would read as host "b" and segment "j".
+        let parts = [request.scheme, request.host] + request.path
+        guard !parts.contains(where: { $0.utf8.contains(0) }) else { return }
         var key = Array(request.scheme.utf8.map(asciiLowercased)) + [0] + request.host.utf8.map(asciiLowercased) + [0]
         for segment in request.path { key += Array(segment.utf8) + [0] }
         let indexed = key.withUnsafeBufferPointer { table.literalIndex().route(forKey: $0) }.map { table.routes[$0].value }
