@@ -11,7 +11,7 @@ import PackageDescription
 //   XCallbackHost     discovery, loading, dispatch, workers, inputs and outputs
 //   XCallbackQueue    the durable queue on PostgreSQL many hosts share: it claims
 //                     requests, feeds them to a Host, and records their outcomes
-//   xcallback         the command line only
+//   xcallback         the command line only (CSDKHeader embeds xcallback.h for `sdk`)
 //   xcallback-queue   the same command line (Sources/xcallback-queue links
 //                     each of its files) built with the queue: `xcallback`
 //                     hands `queue`, `enqueue`, `outcomes` and `run --queue`
@@ -43,6 +43,8 @@ let package = Package(
         .target(name: "XCallbackRouting"),
         .target(name: "CXCallback"),
         .target(name: "CHostSupport"),
+        // xcallback.h, embedded for `xcallback sdk` (C23 #embed).
+        .target(name: "CSDKHeader"),
         .systemLibrary(
             name: "CSeccomp",
             pkgConfig: "libseccomp",
@@ -86,7 +88,7 @@ let package = Package(
         .executableTarget(
             name: "xcallback",
             dependencies: [
-                "XCallbackHost", "XCallbackSandbox",
+                "XCallbackHost", "XCallbackSandbox", "CSDKHeader",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -97,7 +99,7 @@ let package = Package(
         .executableTarget(
             name: "xcallback-queue",
             dependencies: [
-                "XCallbackHost", "XCallbackSandbox", "XCallbackQueue",
+                "XCallbackHost", "XCallbackSandbox", "XCallbackQueue", "CSDKHeader",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -414,8 +414,9 @@ public final class QueueConsumer: Sendable {
             inFlight.withLock { for item in batch { $0[item.id] = nil } }
             wake.yield()
             // One record per request, whatever the batches held.
-            let fresh = written.withLock { written in batch.filter { recorded.contains($0.id) && written.insert($0.id) } }
-            let repeated = batch.filter { recorded.contains($0.id) }.count - fresh.count
+            let committed = batch.filter { recorded.contains($0.id) }
+            let fresh = written.withLock { written in committed.filter { written.insert($0.id) } }
+            let repeated = committed.count - fresh.count
             if repeated > 0 { logger.debug("queue: \(repeated) record(s) already written by this host, not written again") }
             deliver(fresh.map(\.record))
         }

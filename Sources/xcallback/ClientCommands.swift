@@ -1,4 +1,5 @@
 import ArgumentParser
+import CSDKHeader
 import XCallbackHost
 import XCallbackURL
 
@@ -200,10 +201,10 @@ enum SDKLocation {
         }
         let directory = data.dataHome + "/xcallback/include"
         let header = directory + "/xcallback.h"
-        let carried = Array(EmbeddedHeader.text.utf8)
+        let carried = Array(UnsafeBufferPointer(start: xcallback_sdk_header(), count: Int(xcallback_sdk_header_size())))
         do {
             if try TextFile.read(header) != carried {
-                try makeDirectories(directory)
+                try TextFile.makeDirectories(directory)
                 try TextFile.replace(header, with: carried)
             }
         } catch {
@@ -211,14 +212,6 @@ enum SDKLocation {
                 + "set XCALLBACK_SDK_INCLUDE to a folder holding it")
         }
         return directory
-    }
-
-    private static func makeDirectories(_ path: String) throws(TextFileError) {
-        var prefix = ""
-        for component in path.split(separator: "/") {
-            prefix += "/" + component
-            if mkdir(prefix, 0o755) != 0 && errno != EEXIST { throw TextFileError(path: prefix, action: "create") }
-        }
     }
 
     static func includeDirectory() -> String? {
