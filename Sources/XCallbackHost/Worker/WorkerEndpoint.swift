@@ -85,7 +85,9 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
 
     /// Re-enables a disabled plug-in and starts a worker: on SIGHUP (which
     /// also forgets earlier quarantines), or when a quarantine's cool-down ends.
-    func reload(byOperator: Bool = true) {
+    /// Returns whether it lifted a quarantine.
+    @discardableResult
+    func reload(byOperator: Bool = true) -> Bool {
         let restart = state.withLock { state -> Bool in
             guard state.disabledReason != nil else { return false }
             state.disabledReason = nil
@@ -95,6 +97,7 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
             return true
         }
         if restart { scheduleStart(after: .zero) }
+        return restart
     }
 
     /// The plug-in's file was replaced or removed: no restarts from now on;
@@ -207,8 +210,9 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
             state.quarantineNumber == number && state.disabledReason != nil && !state.stopped
         }
         guard due else { return }
-        logger.notice("plug-in '\(pluginName)': quarantine over; starting a worker")
-        reload(byOperator: false)
+        // Said once it is true: a request read after this line waits for the
+        // new worker instead of being refused as still quarantined.
+        if reload(byOperator: false) { logger.notice("plug-in '\(pluginName)': quarantine over; starting a worker") }
     }
 
     /// "1.5 s", for log lines and messages people read.
