@@ -278,11 +278,16 @@ int xcallback_seccomp_load(const xcallback_seccomp_grant *grant, int supervisor)
      * With processes, Landlock's signal scope keeps it to its own
      * descendants; the host and "everyone" (-1) stay off limits. */
     uint32_t own = (uint32_t)grant->own_pid;
-    uint32_t parent = (uint32_t)getppid();
+    /* The host, and the process that started the worker: the same, or the
+     * zygote it was forked from, which every later worker comes from. */
+    uint32_t guarded[2] = {(uint32_t)grant->host_pid, (uint32_t)getppid()};
+    size_t guarded_count = guarded[0] == guarded[1] ? 1 : 2;
     if (!grant->processes) {
         result |= rule(filter, fatal, "kill", 1, SCMP_A0_32(SCMP_CMP_NE, own));
     } else {
-        result |= rule(filter, fatal, "kill", 1, SCMP_A0_32(SCMP_CMP_EQ, parent));
+        for (size_t i = 0; i < guarded_count; i++) {
+            result |= rule(filter, fatal, "kill", 1, SCMP_A0_32(SCMP_CMP_EQ, guarded[i]));
+        }
         result |= rule(filter, fatal, "kill", 1, SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)-1));
     }
     result |= rule(filter, fatal, "tgkill", 1, SCMP_A0_32(SCMP_CMP_NE, own));
@@ -305,10 +310,14 @@ int xcallback_seccomp_load(const xcallback_seccomp_grant *grant, int supervisor)
      * reply threads set to SCHED_IDLE, are out of its reach. */
     const char *const scheduling[] = {"sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr"};
     for (size_t i = 0; i < sizeof scheduling / sizeof scheduling[0]; i++) {
-        result |= rule(filter, fatal, scheduling[i], 1, SCMP_A0_32(SCMP_CMP_EQ, parent));
+        for (size_t j = 0; j < guarded_count; j++) {
+            result |= rule(filter, fatal, scheduling[i], 1, SCMP_A0_32(SCMP_CMP_EQ, guarded[j]));
+        }
         result |= rule(filter, SCMP_ACT_ERRNO(EPERM), scheduling[i], 1, SCMP_A0_32(SCMP_CMP_NE, 0));
     }
-    result |= rule(filter, fatal, "ioprio_set", 1, SCMP_A1_32(SCMP_CMP_EQ, parent));
+    for (size_t j = 0; j < guarded_count; j++) {
+        result |= rule(filter, fatal, "ioprio_set", 1, SCMP_A1_32(SCMP_CMP_EQ, guarded[j]));
+    }
     result |= rule(filter, SCMP_ACT_ERRNO(EPERM), "ioprio_set", 1, SCMP_A1_32(SCMP_CMP_NE, 0));
 
     if (!grant->network) result |= soft(filter, supervised, "socket", 0, none);

@@ -186,11 +186,11 @@ public final class Host: Sendable {
         guard configuration.isolation == .process, paths.count > 1 else { return [:] }
         let (executable, security, sandboxing) = (configuration.workerExecutable, security, sandboxing)
         let jobs = paths.map { (path: $0, taken: registry.takenRoutes(excluding: $0)) }
-        let launched = spawner.run { () -> [Result<WorkerProcess.Launch, WorkerProcess.StartError>] in
+        let launched = spawner.run { [spawner] () -> [Result<WorkerProcess.Launch, WorkerProcess.StartError>] in
             jobs.map { job in
                 Result { () throws(WorkerProcess.StartError) in
                     try WorkerProcess.launch(executable: executable, pluginPath: job.path, security: security,
-                                             sandboxing: sandboxing, taken: job.taken)
+                                             sandboxing: sandboxing, taken: job.taken, zygote: spawner.zygote(for: executable))
                 }
             }
         }
@@ -239,7 +239,7 @@ public final class Host: Sendable {
             return spawner.run { () -> Result<WorkerProcess, WorkerProcess.StartError> in
                 Result { () throws(WorkerProcess.StartError) in
                     try WorkerProcess.start(executable: executable, pluginPath: path, security: security,
-                                            sandboxing: sandboxing, taken: taken)
+                                            sandboxing: sandboxing, taken: taken, zygote: spawner.zygote(for: executable))
                 }
             }
         }

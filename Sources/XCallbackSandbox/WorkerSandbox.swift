@@ -47,7 +47,7 @@ public enum WorkerSandbox {
     /// file the plug-in really is, past symlinks); `supervisor` is the socket to hand the
     /// seccomp listener to the host on (-1: none, the kernel answers alone).
     /// Returns the layers applied, for the log.
-    public static func enter(_ plan: SandboxPlan, report: SandboxReport?, loadedFrom: [String] = [],
+    public static func enter(_ plan: SandboxPlan, report: SandboxReport?, host: pid_t = getppid(), loadedFrom: [String] = [],
                              supervisor: Int32 = -1) throws(SandboxError) -> [String] {
         let support = KernelSupport.probe()
         if plan.strict, let missing = support.missing {
@@ -117,7 +117,8 @@ public enum WorkerSandbox {
         }
         if support.seccomp {
             var grant = xcallback_seccomp_grant(network: capabilities.network ? 1 : 0, exec: capabilities.exec ? 1 : 0,
-                                                processes: capabilities.processes > 0 ? 1 : 0, own_pid: getpid())
+                                                processes: capabilities.processes > 0 ? 1 : 0, own_pid: getpid(),
+                                                host_pid: host)
             let result = xcallback_seccomp_load(&grant, supervisor)
             guard result == 0 else { throw SandboxError("cannot load the seccomp filter: \(String(cString: strerror(-result)))") }
             layers.append(supervisor >= 0 ? "seccomp (supervised)" : "seccomp")
@@ -152,7 +153,7 @@ public enum WorkerSandbox {
         }
         // Executing needs the right on the program and on its loader.
         let execute = capabilities.exec ? LandlockRights.execute : 0
-        for path in systemReadable + mappedFolders() { try allow(path, LandlockRights.read | execute) }
+        for path in systemReadable + mappedFolders { try allow(path, LandlockRights.read | execute) }
         for file in [plan.pluginPath] + loadedFrom { try allow(folder(of: file), LandlockRights.read) }
         for device in devices {
             try allow(device, LandlockRights.readFile | LandlockRights.writeFile | LandlockRights.truncate)
@@ -190,7 +191,19 @@ public enum WorkerSandbox {
     /// The folders of every file mapped now (the worker's own executable
     /// and the Swift runtime among them): what the plug-in may need to
     /// load its dependencies from.
-    private static func mappedFolders() -> [String] {
+    /// Reads the folders of what is mapped now, so that workers forked from
+    /// this process (the zygote) find them read already.
+    public static func prepareForForking() {
+        _ = mappedFolders
+    }
+
+    /// The folders of every file mapped into this process, read once, before
+    /// any plug-in is loaded: a worker forked from the zygote has mapped what
+    /// the zygote had (its plug-in comes after its sandbox), and reading
+    /// /proc/self/maps was a fifth of a forked worker's start.
+    private static let mappedFolders: [String] = readMappedFolders()
+
+    private static func readMappedFolders() -> [String] {
         guard let text = readText("/proc/self/maps") else { return [] }
         var folders = Set<String>()
         for line in text.split(separator: "\n") {

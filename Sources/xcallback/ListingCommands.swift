@@ -253,6 +253,8 @@ struct WorkerCommand: ParsableCommand {
 
     @Argument var file: String
     @Option var parent: Int32
+    /// The host, when it is not the parent.
+    @Option var host: Int32?
     @Flag(name: .customLong("allow-insecure-plugins")) var allowInsecure = false
     @Option(name: .customLong("sandbox")) var sandbox: String?
 
@@ -263,7 +265,37 @@ struct WorkerCommand: ParsableCommand {
             guard let decoded = SandboxPlan(encoded: sandbox) else { throw ExitCode(2) }
             plan = decoded
         }
-        throw ExitCode(WorkerMain.run(pluginPath: file, parent: parent, allowInsecure: allowInsecure, sandbox: plan,
+        throw ExitCode(WorkerMain.run(pluginPath: file, parent: parent, host: host ?? parent, allowInsecure: allowInsecure, sandbox: plan,
                                       logger: Diagnostics.logger))
+    }
+}
+
+/// The process workers are forked from (`WorkerZygote`); not for people.
+struct ZygoteCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: WorkerZygote.subcommand, shouldDisplay: false)
+
+    @Option var parent: Int32
+    /// Room in this command line for each worker's (ps shows it).
+    @Option(name: .customLong("title-room")) var titleRoom: String?
+
+    func run() throws {
+        WorkerZygote.setCommandLine([CommandLine.arguments.first ?? "xcallback", WorkerZygote.subcommand,
+                                     "--parent", String(parent)])
+        WorkerSandbox.prepareForForking()
+        WorkerZygote.warmUp()
+        // Logging is set up here, once, as `__worker` sets it up (the same
+        // level, and the host's format from the environment every worker
+        // gets): each forked worker has it from the start.
+        Diagnostics.bootstrap(level: .warning, format: Diagnostics.inheritedFormat)
+        _ = Diagnostics.logger
+        throw ExitCode(WorkerZygote.serve(parent: parent) { arguments in
+            // In the forked child: what `xcallback __worker ARGUMENTS` runs,
+            // without the argument parser, which was a third of a forked
+            // worker's start (the host wrote these arguments itself).
+            guard let worker = WorkerMain.Arguments(arguments) else { return 2 }
+            return WorkerMain.run(pluginPath: worker.file, parent: worker.parent, host: worker.host, allowInsecure: worker.allowInsecure,
+                                  sandbox: worker.sandbox, logger: Diagnostics.logger)
+        })
     }
 }

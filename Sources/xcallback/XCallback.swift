@@ -21,7 +21,7 @@ struct XCallback: ParsableCommand {
         defaultSubcommand: nil
     )
 
-    /// The host's internal entry points (`__worker`, `__probe`) are picked
+    /// The host's internal entry points (`__worker`, `__probe`, `__zygote`) are picked
     /// out before parsing: outside the subcommand tree, they never appear in
     /// help, shell completions or the manual page (whose generator lists
     /// hidden subcommands too).
@@ -30,6 +30,7 @@ struct XCallback: ParsableCommand {
         switch arguments.first {
         case WorkerMain.subcommand?: WorkerCommand.main(Array(arguments.dropFirst()))
         case PluginProbe.subcommand?: ProbeCommand.main(Array(arguments.dropFirst()))
+        case WorkerZygote.subcommand?: ZygoteCommand.main(Array(arguments.dropFirst()))
         default:
             #if !XCALLBACK_QUEUE
             if QueueHandover.isQueueCommand(Array(arguments)) { QueueHandover.execQueueBinary() }

@@ -38,6 +38,13 @@ static const char *parameter(const xcallback_request *request, const char *name)
     return host->request_parameter(request, name, &length);
 }
 
+/* The host: the `host` parameter the test passes (a worker's parent is the
+ * zygote it was forked from), or the parent. */
+static pid_t host_of(const xcallback_request *request) {
+    const char *host = parameter(request, "host");
+    return host != NULL ? (pid_t)atoi(host) : getppid();
+}
+
 static void done(xcallback_reply reply, const char *result) {
     const xcallback_param output[] = { { "result", result } };
     host->reply_success(reply, output, 1);
@@ -203,17 +210,19 @@ static void allocate_shared(const xcallback_request *request, xcallback_reply re
 
 /* killhost: SIGKILL to the host. */
 static void kill_host(const xcallback_request *request, xcallback_reply reply, void *unused) {
-    (void)request; (void)unused;
-    if (kill(getppid(), SIGKILL) != 0) { failed(reply, "kill"); return; }
+    (void)unused;
+    pid_t host = host_of(request);
+    if (kill(host, SIGKILL) != 0) { failed(reply, "kill"); return; }
     done(reply, "killed the host");
 }
 
 /* killsiblings: SIGKILL to every pid near its own (the other workers). */
 static void kill_siblings(const xcallback_request *request, xcallback_reply reply, void *unused) {
-    (void)request; (void)unused;
+    (void)unused;
+    pid_t host = host_of(request);
     int killed = 0;
     for (pid_t pid = getpid() - 64; pid < getpid() + 64; pid++) {
-        if (pid > 1 && pid != getpid() && pid != getppid() && kill(pid, SIGKILL) == 0) killed++;
+        if (pid > 1 && pid != getpid() && pid != host && kill(pid, SIGKILL) == 0) killed++;
     }
     char text[32];
     snprintf(text, sizeof text, "killed %d", killed);
@@ -223,9 +232,10 @@ static void kill_siblings(const xcallback_request *request, xcallback_reply repl
 /* forge: writes a record into the host's stdout and a request into its
  * stdin through /proc/HOST/fd. */
 static void forge(const xcallback_request *request, xcallback_reply reply, void *unused) {
-    (void)request; (void)unused;
+    (void)unused;
+    pid_t host = host_of(request);
     char path[64];
-    snprintf(path, sizeof path, "/proc/%d/fd/1", (int)getppid());
+    snprintf(path, sizeof path, "/proc/%d/fd/1", (int)host);
     int out = open(path, O_WRONLY | O_CLOEXEC);
     if (out < 0) { failed(reply, "open the host's stdout"); return; }
     (void)write(out, "success?forged=record\n", 22);
@@ -236,10 +246,11 @@ static void forge(const xcallback_request *request, xcallback_reply reply, void 
 /* sigio: asks for SIGIO on a pipe on the host's behalf (F_SETOWN), then
  * makes the pipe readable: SIGIO's default action ends a process. */
 static void send_sigio(const xcallback_request *request, xcallback_reply reply, void *unused) {
-    (void)request; (void)unused;
+    (void)unused;
+    pid_t host = host_of(request);
     int ends[2];
     if (pipe(ends) != 0) { failed(reply, "pipe"); return; }
-    if (fcntl(ends[0], F_SETOWN, getppid()) != 0) { failed(reply, "F_SETOWN"); return; }
+    if (fcntl(ends[0], F_SETOWN, host) != 0) { failed(reply, "F_SETOWN"); return; }
     if (fcntl(ends[0], F_SETFL, O_ASYNC | O_NONBLOCK) != 0) { failed(reply, "O_ASYNC"); return; }
     (void)write(ends[1], "x", 1);
     close(ends[0]);
@@ -250,9 +261,10 @@ static void send_sigio(const xcallback_request *request, xcallback_reply reply, 
 /* prlimit: shrinks the host's file-size limit, so its next record write
  * would die of SIGXFSZ. */
 static void limit_host(const xcallback_request *request, xcallback_reply reply, void *unused) {
-    (void)request; (void)unused;
+    (void)unused;
+    pid_t host = host_of(request);
     struct rlimit tiny = { 1, 1 };
-    if (prlimit(getppid(), RLIMIT_FSIZE, &tiny, NULL) != 0) { failed(reply, "prlimit"); return; }
+    if (prlimit(host, RLIMIT_FSIZE, &tiny, NULL) != 0) { failed(reply, "prlimit"); return; }
     done(reply, "limited");
 }
 
@@ -266,8 +278,8 @@ static void read_environment(const xcallback_request *request, xcallback_reply r
 }
 
 /* memory?reversed=S: whether the reverse of S is anywhere in this
-   process's readable memory: its environment block, its stack, its heap.
-   Neither the request nor this code holds the text
+   process's readable memory: its environment block, its stack, its heap,
+   what it was forked from. Neither the request nor this code holds the text
    itself (it is kept XORed), so only a real copy is found. */
 static int matches_masked(const unsigned char *bytes, const unsigned char *masked, size_t length) {
     for (size_t i = 0; i < length; i++) {
@@ -313,20 +325,23 @@ static void search_memory(const xcallback_request *request, xcallback_reply repl
 
 /* idle-host: the host, by its pid, set to SCHED_IDLE. */
 static void idle_host(const xcallback_request *request, xcallback_reply reply, void *unused) {
-    (void)request; (void)unused;
+    (void)unused;
+    pid_t host = host_of(request);
     struct sched_param none = { 0 };
-    if (sched_setscheduler(getppid(), SCHED_IDLE, &none) != 0) { failed(reply, "sched_setscheduler"); return; }
+    if (sched_setscheduler(host, SCHED_IDLE, &none) != 0) { failed(reply, "sched_setscheduler"); return; }
     done(reply, "idled");
 }
 
 /* idle-threads: every thread id between the host's pid and this worker's
    (the host's threads, and workers started before this one) set to
-   SCHED_IDLE; answers how many it changed. */
+   SCHED_IDLE (the parent aside); answers how many it changed. */
 static void idle_threads(const xcallback_request *request, xcallback_reply reply, void *unused) {
-    (void)request; (void)unused;
+    (void)unused;
+    pid_t host = host_of(request);
     struct sched_param none = { 0 };
     int changed = 0;
-    for (pid_t tid = getppid() + 1; tid < getpid(); tid++) {
+    for (pid_t tid = host + 1; tid < getpid(); tid++) {
+        if (tid == getppid()) continue; /* the zygote: idle-host?host=PID */
         if (sched_setscheduler(tid, SCHED_IDLE, &none) == 0) changed++;
     }
     char text[32];
@@ -335,16 +350,18 @@ static void idle_threads(const xcallback_request *request, xcallback_reply reply
 }
 
 static void trace_host(const xcallback_request *request, xcallback_reply reply, void *unused) {
-    (void)request; (void)unused;
-    if (ptrace(PTRACE_ATTACH, getppid(), NULL, NULL) != 0) { failed(reply, "ptrace"); return; }
+    (void)unused;
+    pid_t host = host_of(request);
+    if (ptrace(PTRACE_ATTACH, host, NULL, NULL) != 0) { failed(reply, "ptrace"); return; }
     done(reply, "attached");
 }
 
 static void write_host_memory(const xcallback_request *request, xcallback_reply reply, void *unused) {
-    (void)request; (void)unused;
+    (void)unused;
+    pid_t host = host_of(request);
     char byte = 0;
     struct iovec local = { &byte, 1 }, remote = { (void *)0x400000, 1 };
-    if (process_vm_writev(getppid(), &local, 1, &remote, 1, 0) < 0) { failed(reply, "process_vm_writev"); return; }
+    if (process_vm_writev(host, &local, 1, &remote, 1, 0) < 0) { failed(reply, "process_vm_writev"); return; }
     done(reply, "written");
 }
 

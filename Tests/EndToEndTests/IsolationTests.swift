@@ -36,7 +36,7 @@ struct IsolationTests {
 
         /// Ends input; the host must exit 0 and leave no worker behind.
         func finish() throws {
-            let workers = childProcesses(of: host.pid)
+            let workers = hostProcesses(of: host.pid)
             host.closeInput()
             #expect(host.waitForExit(timeout: 15) == .exited(0), "stderr: \(host.stderr)")
             #expect(!looksLikeACrash(host.stderr.replacingOccurrences(of: "on purpose", with: "")))
@@ -147,18 +147,65 @@ struct IsolationTests {
         }
     }
 
+    @Test("workers are forked from one zygote, which ps shows as workers; a zygote killed mid-run takes its workers, and new ones are forked from a new zygote",
+          .scaledTimeLimit(minutes: 1))
+    func zygote() throws {
+        let session = try Session(["Faulty", "Calculator"])
+        #expect(try session.ask("calc://x-callback-url/add?lhs=1&rhs=1").params["result"] == "2")
+        let children = childProcesses(of: session.host.pid)
+        #expect(children.count == 1, "the host's children: \(children)")
+        let zygote = try #require(children.first)
+        let workers = workerProcesses(of: session.host.pid)
+        #expect(workers.count == 2, "workers: \(workers)")
+        for worker in workers {
+            let bytes = FileManager.default.contents(atPath: "/proc/\(worker)/cmdline") ?? Data()
+            let commandLine = String(decoding: bytes.map { $0 == 0 ? UInt8(ascii: " ") : $0 }, as: UTF8.self)
+            #expect(commandLine.contains(" __worker \(session.fixture.plugins)/lib"), "worker \(worker): \(commandLine)")
+        }
+        kill(zygote, SIGKILL)
+        for worker in workers { #expect(waitUntilGone(worker, timeout: TestTiming.scaled(5)), "worker \(worker) outlived its zygote") }
+        // The next requests are answered by workers forked from a new zygote.
+        let deadline = Date(timeIntervalSinceNow: TestTiming.scaled(20))
+        var answer = try session.ask("calc://x-callback-url/add?lhs=2&rhs=2", timeout: TestTiming.scaled(20))
+        while answer.params["result"] != "4" && Date() < deadline {
+            answer = try session.ask("calc://x-callback-url/add?lhs=2&rhs=2", timeout: TestTiming.scaled(20))
+        }
+        #expect(answer.params["result"] == "4", "\(answer)")
+        let newZygote = childProcesses(of: session.host.pid)
+        #expect(newZygote.count == 1 && newZygote != [zygote], "the host's children: \(newZygote)")
+        try session.finish()
+    }
+
     @Test("workers die with the host, even when it is killed with SIGKILL", .scaledTimeLimit(minutes: 1))
     func noOrphansAfterSIGKILL() throws {
         let session = try Session(["Faulty", "Calculator"])
         #expect(try session.ask("calc://x-callback-url/add?lhs=1&rhs=1").params["result"] == "2")
-        let workers = childProcesses(of: session.host.pid)
+        let workers = workerProcesses(of: session.host.pid)
         #expect(workers.count == 2, "workers: \(workers)")
+        let started = hostProcesses(of: session.host.pid)
         session.host.send(signal: SIGKILL)
         _ = session.host.waitForExit(timeout: 10)
-        for worker in workers {
+        for worker in started {
             #expect(waitUntilGone(worker, timeout: 5), "worker \(worker) outlived a SIGKILLed host")
         }
     }
+}
+
+/// The host's workers: its children, and the children of its zygote (the
+/// process workers are forked from, which is not a worker itself).
+func workerProcesses(of host: pid_t) -> [pid_t] {
+    childProcesses(of: host).flatMap { isZygote($0) ? childProcesses(of: $0) : [$0] }
+}
+
+/// Every process the host started and that still runs: its workers, and
+/// its zygote.
+func hostProcesses(of host: pid_t) -> [pid_t] {
+    childProcesses(of: host).flatMap { isZygote($0) ? [$0] + childProcesses(of: $0) : [$0] }
+}
+
+func isZygote(_ pid: pid_t) -> Bool {
+    guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") else { return false }
+    return String(decoding: data.map { $0 == 0 ? UInt8(ascii: " ") : $0 }, as: UTF8.self).contains(" __zygote ")
 }
 
 /// Direct children of `parent`, from /proc.

@@ -46,8 +46,10 @@ struct SandboxTests {
             return try Record(jsonLine: host.stdoutLines[answered - 1])
         }
 
-        func attack(_ route: String, timeout: Double = 10) throws -> Record {
-            try ask("attack://x-callback-url/\(route)", timeout: timeout)
+        /// Attacks that aim at the host aim at `host` (by default the host).
+        func attack(_ route: String, host target: pid_t? = nil, timeout: Double = 10) throws -> Record {
+            let separator = route.contains("?") ? "&" : "?"
+            return try ask("attack://x-callback-url/\(route)\(separator)host=\(target ?? host.pid)", timeout: timeout)
         }
 
         /// The calculator still answers: the host and its other workers live.
@@ -59,7 +61,7 @@ struct SandboxTests {
         /// Ends input: the host exits 0, every record is one we asked for,
         /// and nothing it or its workers started is left.
         func finish(alsoGone extra: [pid_t] = []) throws {
-            let workers = childProcesses(of: host.pid)
+            let workers = hostProcesses(of: host.pid)
             host.closeInput()
             #expect(host.waitForExit(timeout: TestTiming.scaled(15)) == .exited(0), "stderr: \(host.stderr)")
             #expect(host.stdoutLines.count == answered, "records no request asked for: \(host.stdoutLines)")
@@ -143,6 +145,13 @@ struct SandboxTests {
                               ("prlimit", "prlimit64"), ("idle-host", "sched_setscheduler")] {
             expectViolation(try session.attack(route), call: call)
             try session.expectHostAlive()
+        }
+        // The zygote the workers are forked from is guarded as the host is.
+        for zygote in hostProcesses(of: session.host.pid) where isZygote(zygote) {
+            for (route, call) in [("idle-host", "sched_setscheduler"), ("killhost", "kill"), ("prlimit", "prlimit64")] {
+                expectViolation(try session.attack(route, host: zygote), call: call)
+                try session.expectHostAlive()
+            }
         }
         try session.finish()
         let stderr = session.host.stderr
@@ -243,13 +252,23 @@ struct SandboxTests {
         let session = try AttackSession(capabilities: "environment = [\"WEATHER_API_KEY\"]\n",
                                         environment: environment)
         #expect(try session.attack("env?name=DATABASE_PASSWORD").errorCode == "Unset")
-        // Nor anywhere in its memory (its environment block, stack or heap);
-        // a declared one is, which shows the search finds what is there.
+        // Nor anywhere in its memory (its environment block, stack or heap, and
+        // what it was forked from); a declared one is, which shows the search
+        // finds what is there.
         #expect(try session.attack("memory?reversed=2retnuh").params["result"] == "absent")
         #expect(try session.attack("memory?reversed=321-k").params["result"] == "found")
         #expect(try session.attack("env?name=WEATHER_API_KEY").params["result"] == "k-123")
         #expect(try session.attack("env?name=LC_TIME").params["result"] == "C")
         #expect(try session.attack("env?name=PATH").params["result"] == environment["PATH"])
+
+        // Once the grant is gone, the next worker (forked from the same
+        // zygote after this one ends) has the variable nowhere: what one
+        // worker was given never passes through the zygote to another.
+        #expect(hostProcesses(of: session.host.pid).contains(where: isZygote), "workers are not forked from a zygote")
+        try Data().write(to: URL(fileURLWithPath: session.fixture.plugins + "/libattacker.caps.toml"))
+        Self.expectViolation(try session.attack("killhost"), call: "kill")
+        #expect(try session.attack("env?name=WEATHER_API_KEY").errorCode == "Unset")
+        #expect(try session.attack("memory?reversed=321-k").params["result"] == "absent")
         try session.finish()
     }
 
@@ -262,7 +281,7 @@ struct SandboxTests {
         let pids = (lingering.params["result"] ?? "").split(separator: ",")
             .compactMap { $0.split(separator: ":").first.flatMap { pid_t($0) } }
         #expect(pids.count == 3, "\(lingering)")
-        let workers = childProcesses(of: session.host.pid)
+        let workers = hostProcesses(of: session.host.pid)
         session.host.send(signal: SIGKILL)
         _ = session.host.waitForExit(timeout: 10)
         for pid in workers + pids {

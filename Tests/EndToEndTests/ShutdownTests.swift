@@ -88,7 +88,7 @@ struct ShutdownTests {
         let fifo = fixture.scratch.file("requests.fifo")
         let child = try fixture.start(["--fifo", fifo, "--log-level", "info"], stdin: .null)
         try #require(waitForFIFOReader(fifo, host: child), "stderr: \(child.stderr)")
-        let workers = childProcesses(of: child.pid)
+        let workers = workerProcesses(of: child.pid)
         try #require(workers.count == 2, "workers: \(workers)")
         for worker in workers { kill(worker, SIGTERM) }
         child.send(signal: SIGTERM)

@@ -63,4 +63,45 @@ static inline uint64_t xcallback_load_acquire_u64(const uint64_t *word) {
  * symbolic link (nftw with FTW_PHYS). Returns 0, or -1 with errno set. */
 int xcallback_remove_tree(const char *path);
 
+/* --- The worker zygote (Worker/WorkerZygote.swift) ------------------------ */
+
+/* sendmsg with `count` (at most 8) descriptors as SCM_RIGHTS. Returns 0
+ * once all `length` bytes went as one message, or -1 with errno set. */
+int xcallback_send_with_descriptors(int socket, const void *bytes, unsigned long length,
+                                    const int *descriptors, int count);
+
+/* recvmsg of one message and up to `capacity` descriptors (close-on-exec).
+ * Returns its length (0 at end of input) and sets *count, or -1 with errno
+ * set; a message or descriptor list that did not fit is EMSGSIZE, and any
+ * descriptors that came with it are closed. */
+long xcallback_receive_with_descriptors(int socket, void *bytes, unsigned long capacity,
+                                        int *descriptors, int capacity_descriptors, int *count);
+
+/* Puts each descriptors[i] (at most 8) on numbers[i], clearing
+ * close-on-exec there, and closes every other descriptor from 3 up.
+ * Returns 0, or -1 with errno set (then some may be closed already). */
+int xcallback_place_descriptors(const int *descriptors, const int *numbers, int count);
+
+/* fork(2) for the zygote. In the child: `setup` lands on `number` and every
+ * other descriptor from 3 up is closed, the child leads a process group of
+ * its own, its signal mask is empty and every disposition is the default.
+ * Returns 0 in the child, the child's pid in the parent, -1 on failure. */
+int xcallback_zygote_fork(int setup, int number);
+
+/* pidfd_send_signal: to the process behind `pidfd`, or with `group` to the
+ * process group it leads (Linux 6.9). By the process, not its number, so
+ * never to a process that took a reaped one's pid. 0, or -1 with errno. */
+int xcallback_pidfd_signal(int pidfd, int signal, int group);
+
+/* Whether this kernel can signal a process group through a pidfd. */
+int xcallback_pidfd_group_signals_supported(void);
+
+/* Rewrites what /proc/PID/cmdline (and ps) shows: the memory of this
+ * process's original argv (argc strings, contiguous) holds `arguments`
+ * instead, cut to fit, the rest zeroed. Returns 0, or -1. */
+int xcallback_set_command_line(char **argv, int argc, const char *const *arguments, int count);
+
+/* How many threads this process runs (from /proc/self/stat), or -1. */
+int xcallback_thread_count(void);
+
 #endif

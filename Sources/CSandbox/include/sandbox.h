@@ -34,6 +34,7 @@ typedef struct {
     int exec;         /* execve, execveat */
     int processes;    /* fork, vfork, clone without CLONE_THREAD */
     int own_pid;      /* the worker: signals to any other pid are violations unless processes */
+    int host_pid;     /* the host: signalling or reprioritizing it is a violation (as for the parent) */
 } xcallback_seccomp_grant;
 
 /* Loads the worker's seccomp filter on every thread (TSYNC). Calls that are

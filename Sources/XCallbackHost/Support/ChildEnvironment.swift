@@ -15,19 +15,32 @@ enum ChildEnvironment {
     /// environment, or with `sandbox` only what it lets the worker see.
     static func withEnvironment<R>(for sandbox: SandboxPlan? = nil,
                                    _ body: ([UnsafeMutablePointer<CChar>?]) -> R) -> R {
-        var environment: [UnsafeMutablePointer<CChar>?] = []
+        withEnvironment(passing: { name in sandbox.map { SandboxEnvironment.passes(name, for: $0.capabilities) } ?? true }, body)
+    }
+
+    /// The same, with the variables `passes` lets through.
+    static func withEnvironment<R>(passing passes: (Substring) -> Bool,
+                                   _ body: ([UnsafeMutablePointer<CChar>?]) -> R) -> R {
+        let environment: [UnsafeMutablePointer<CChar>?] = variables(passing: passes).map { strdup($0) } + [nil]
+        defer { environment.forEach { free($0) } }
+        return body(environment)
+    }
+
+    /// The variables a child with `sandbox` gets, as `NAME=value` lines.
+    static func variables(for sandbox: SandboxPlan?) -> [String] {
+        variables(passing: { name in sandbox.map { SandboxEnvironment.passes(name, for: $0.capabilities) } ?? true })
+    }
+
+    private static func variables(passing passes: (Substring) -> Bool) -> [String] {
+        var variables: [String] = []
         var pointer = environ
         while let entry = pointer.pointee {
             let text = String(cString: entry)
             let name = text.prefix { $0 != "=" }
-            if name != "SWIFT_BACKTRACE", sandbox.map({ SandboxEnvironment.passes(name, for: $0.capabilities) }) ?? true {
-                environment.append(strdup(entry))
-            }
+            if name != "SWIFT_BACKTRACE", passes(name) { variables.append(text) }
             pointer += 1
         }
-        environment.append(strdup("SWIFT_BACKTRACE=enable=no"))
-        environment.append(nil)
-        defer { environment.forEach { free($0) } }
-        return body(environment)
+        variables.append("SWIFT_BACKTRACE=enable=no")
+        return variables
     }
 }

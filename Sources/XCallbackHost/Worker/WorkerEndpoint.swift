@@ -257,7 +257,8 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
             let worker: WorkerProcess
             do {
                 worker = try WorkerProcess.start(executable: executable, pluginPath: path, security: security,
-                                                    sandboxing: sandboxing, taken: takenRoutes())
+                                                    sandboxing: sandboxing, taken: takenRoutes(),
+                                                    zygote: spawner.zygote(for: executable))
             } catch {
                 disable("plug-in '\(pluginName)' could not be restarted: \(error)")
                 return

@@ -49,3 +49,50 @@ struct WorkerExit: Sendable, Equatable, CustomStringConvertible {
         return WorkerExit(status: status)
     }
 }
+
+/// How the host reaches one worker process: as its own child (executed),
+/// by pid; or through the pidfd of a worker the zygote forked, which names
+/// the process itself, so no signal can reach a process that took a reaped
+/// worker's pid.
+struct WorkerParent: Sendable {
+    /// nil: the worker is the host's child.
+    let forked: ForkedWorker?
+
+    static let host = WorkerParent(forked: nil)
+
+    /// Whether the host must end the worker's process group itself when
+    /// the worker exits: the zygote does it for the workers it forked.
+    var endsGroupOnExit: Bool { forked != nil }
+
+    /// Signals the worker.
+    func signal(_ pid: pid_t, _ signal: Int32) {
+        if let forked { _ = xcallback_pidfd_signal(forked.pidfd, signal, 0) } else { kill(pid, signal) }
+    }
+
+    /// Signals the worker's process group (it leads one of its own).
+    func signalGroup(_ pid: pid_t, _ signal: Int32) {
+        if let forked { _ = xcallback_pidfd_signal(forked.pidfd, signal, 1) } else { kill(-pid, signal) }
+    }
+
+    /// As `WorkerExit.reap`.
+    func reap(_ pid: pid_t, grace: Int32) -> WorkerExit {
+        guard let forked else { return WorkerExit.reap(pid, grace: grace) }
+        var event = pollfd(fd: forked.pidfd, events: Int16(POLLIN), revents: 0)
+        while poll(&event, 1, grace) < 0 && errno == EINTR {}
+        signalGroup(pid, SIGKILL)
+        signal(pid, SIGKILL)
+        return exit(of: forked)
+    }
+
+    /// As `WorkerExit.wait(for:)`.
+    func wait(for pid: pid_t) -> WorkerExit {
+        guard let forked else { return WorkerExit.wait(for: pid) }
+        return exit(of: forked)
+    }
+
+    /// What the zygote reported; a worker whose zygote died was killed with
+    /// it (PR_SET_PDEATHSIG).
+    private func exit(of forked: ForkedWorker) -> WorkerExit {
+        WorkerExit(status: forked.zygote.exitStatus(of: forked.serial, timeout: 60) ?? SIGKILL)
+    }
+}

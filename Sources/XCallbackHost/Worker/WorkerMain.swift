@@ -28,7 +28,42 @@ public enum WorkerMain {
     /// The option the host passes the worker's `SandboxPlan` in.
     public static let sandboxOption = "--sandbox"
 
-    public static func run(pluginPath: String, parent: pid_t, allowInsecure: Bool, sandbox: SandboxPlan?,
+    /// The arguments after `__worker`, as the host writes them: `FILE
+    /// --parent PID --host PID [--allow-insecure-plugins] [--sandbox PLAN]`.
+    public struct Arguments {
+        public var file: String
+        public var parent: pid_t
+        /// The host, when it is not the parent (the zygote is).
+        public var host: pid_t
+        public var allowInsecure = false
+        public var sandbox: SandboxPlan?
+
+        public init?(_ arguments: [String]) {
+            guard let file = arguments.first else { return nil }
+            self.file = file
+            var parent: pid_t?
+            var host: pid_t?
+            var rest = arguments.dropFirst()
+            while let argument = rest.popFirst() {
+                switch argument {
+                case "--parent": parent = rest.popFirst().flatMap { pid_t($0) }
+                case "--host": host = rest.popFirst().flatMap { pid_t($0) }
+                case allowInsecureFlag: allowInsecure = true
+                case sandboxOption:
+                    guard let plan = rest.popFirst().flatMap(SandboxPlan.init(encoded:)) else { return nil }
+                    sandbox = plan
+                default: return nil
+                }
+            }
+            guard let parent else { return nil }
+            self.parent = parent
+            self.host = host ?? parent
+        }
+    }
+
+    /// `parent` is the process that started it (the host, or the zygote),
+    /// `host` the host: the sandbox protects both.
+    public static func run(pluginPath: String, parent: pid_t, host: pid_t, allowInsecure: Bool, sandbox: SandboxPlan?,
                            logger: Logger) -> Int32 {
         // Die with the host, even one killed with SIGKILL; and if it died
         // before this line ran, leave now.
@@ -59,7 +94,7 @@ public enum WorkerMain {
             do {
                 // Without the channel (the host could not make it), the kernel answers alone.
                 let supervisor = fcntl(supervisorDescriptor, F_GETFD) >= 0 ? supervisorDescriptor : -1
-                let layers = try WorkerSandbox.enter(sandbox, report: progress?.sandboxReport,
+                let layers = try WorkerSandbox.enter(sandbox, report: progress?.sandboxReport, host: host,
                                                      loadedFrom: loadedFiles(pluginPath), supervisor: supervisor)
                 logger.debug("worker \(getpid()): sandbox \(layers.joined(separator: ", ")); \(sandbox.capabilities.summary)")
             } catch {

@@ -22,6 +22,7 @@ final class WorkerProcess: Sendable {
     /// its seccomp filter.
     private let sandbox: SandboxPlan?
     private let supervisor: SandboxSupervisor?
+    private let parent: WorkerParent
     private let writer: BufferedWriter
     private let reader: UncheckedFrameReader
     private let state = Lock(State())
@@ -69,8 +70,9 @@ final class WorkerProcess: Sendable {
     }
 
     private init(pid: pid_t, socket: Int32, progress: WorkerProgress?, sandbox: SandboxPlan?,
-                 supervisor: SandboxSupervisor?, reader: FrameReader, ready: Ready) {
+                 supervisor: SandboxSupervisor?, reader: FrameReader, parent: WorkerParent, ready: Ready) {
         self.pid = pid
+        self.parent = parent
         self.socket = socket
         self.progress = progress
         self.sandbox = sandbox
@@ -85,9 +87,10 @@ final class WorkerProcess: Sendable {
     /// `handshakeTimeout` seconds), and returns it ready for requests.
     /// `taken` are the routes other plug-ins own (pattern, owner).
     static func start(executable: String, pluginPath: String, security: FileSecurity, sandboxing: WorkerSandboxing,
-                      taken: [QueryParameter] = [], handshakeTimeout: Int32 = 10) throws(StartError) -> WorkerProcess {
+                      taken: [QueryParameter] = [], zygote: ZygoteClient? = nil,
+                      handshakeTimeout: Int32 = 10) throws(StartError) -> WorkerProcess {
         try launch(executable: executable, pluginPath: pluginPath, security: security, sandboxing: sandboxing,
-                   taken: taken).ready(handshakeTimeout: handshakeTimeout)
+                   taken: taken, zygote: zygote).ready(handshakeTimeout: handshakeTimeout)
     }
 
     /// A worker started and greeted, whose handshake is still to come: many
@@ -101,6 +104,7 @@ final class WorkerProcess: Sendable {
         fileprivate let plan: SandboxPlan?
         fileprivate let supervisor: SandboxSupervisor?
         fileprivate let pluginPath: String
+        fileprivate let parent: WorkerParent
         /// The routes it was told other plug-ins own.
         let taken: [QueryParameter]
 
@@ -112,7 +116,7 @@ final class WorkerProcess: Sendable {
 
     /// Everything of `start` but the wait for the handshake.
     static func launch(executable: String, pluginPath: String, security: FileSecurity, sandboxing: WorkerSandboxing,
-                       taken: [QueryParameter] = []) throws(StartError) -> Launch {
+                       taken: [QueryParameter] = [], zygote: ZygoteClient? = nil) throws(StartError) -> Launch {
         // Opened and checked here, for every start and restart: the worker
         // loads this descriptor, so a file swapped since the last check can
         // never run unchecked.
@@ -150,17 +154,33 @@ final class WorkerProcess: Sendable {
            socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &supervision) == 0 {
             placements.append(.init(descriptor: supervision[1], number: WorkerMain.supervisorDescriptor))
         }
-        let arguments: [UnsafeMutablePointer<CChar>?] = [
-            strdup(executable), strdup(WorkerMain.subcommand), strdup(pluginPath),
-            strdup("--parent"), strdup(String(getpid())),
-        ] + (security.allowInsecure ? [strdup(WorkerMain.allowInsecureFlag)] : [])
-            + (plan.map { [strdup(WorkerMain.sandboxOption), strdup($0.encoded)] } ?? []) + [nil]
-        defer { arguments.forEach { free($0) } }
-        // The worker must not inherit the host's blocked signal mask.
+        // What follows `__worker`: the same whether it is forked by the
+        // zygote or executed (then its parent is the host).
+        let workerArguments = { (parent: pid_t) -> [String] in
+            [pluginPath, "--parent", String(parent), "--host", String(getpid())]
+                + (security.allowInsecure ? [WorkerMain.allowInsecureFlag] : [])
+                + (plan.map { [WorkerMain.sandboxOption, $0.encoded] } ?? [])
+        }
         var pid = pid_t()
-        let status = ChildDescriptors.withFileActions(placing: placements) { actions in
-            ChildSignals.withSpawnAttributes(resetting: [SIGPIPE]) { attributes in
-                ChildEnvironment.withEnvironment(for: plan) { posix_spawn(&pid, executable, &actions, &attributes, arguments, $0) }
+        var status: Int32 = 0
+        var parent = WorkerParent.host
+        if let zygote, case .success(let forked) = zygote.fork(arguments: workerArguments(zygote.pid),
+                                                                 environment: ChildEnvironment.variables(for: plan),
+                                                                 placements: placements) {
+            pid = forked.pid
+            parent = WorkerParent(forked: forked)
+        } else {
+            // No zygote, or it could not fork (it died, or a sanitizer's
+            // thread made forking unsafe): the worker is executed, and its
+            // parent is the host.
+            let arguments: [UnsafeMutablePointer<CChar>?] =
+                ([executable, WorkerMain.subcommand] + workerArguments(getpid())).map { strdup($0) } + [nil]
+            defer { arguments.forEach { free($0) } }
+            // The worker must not inherit the host's blocked signal mask.
+            status = ChildDescriptors.withFileActions(placing: placements) { actions in
+                ChildSignals.withSpawnAttributes(resetting: [SIGPIPE]) { attributes in
+                    ChildEnvironment.withEnvironment(for: plan) { posix_spawn(&pid, executable, &actions, &attributes, arguments, $0) }
+                }
             }
         }
         close(child)
@@ -178,7 +198,7 @@ final class WorkerProcess: Sendable {
         WorkerFrame.hello(version: WorkerFrame.protocolVersion, taken: taken).encode(into: &hello)
         _ = write(host, hello, hello.count)
         return Launch(pid: pid, socket: host, progress: shared?.progress, plan: plan, supervisor: supervisor,
-                      pluginPath: pluginPath, taken: taken)
+                      pluginPath: pluginPath, parent: parent, taken: taken)
     }
 
     private static func handshake(_ launch: Launch, timeout: Int32) throws(StartError) -> WorkerProcess {
@@ -192,17 +212,17 @@ final class WorkerProcess: Sendable {
             let pluginInfo = PluginInfo(path: pluginPath, name: info.name, version: info.version, summary: info.summary,
                                         abiMajor: Int(info.abiMajor), abiMinor: Int(info.abiMinor))
             return WorkerProcess(pid: pid, socket: host, progress: launch.progress, sandbox: launch.plan,
-                                 supervisor: launch.supervisor, reader: reader,
+                                 supervisor: launch.supervisor, reader: reader, parent: launch.parent,
                                  ready: Ready(info: pluginInfo, routes: routes))
         case .frame(.loadFailed(let message)):
             close(host)
-            kill(-pid, SIGKILL)  // anything its constructors started
-            _ = WorkerExit.wait(for: pid)
+            launch.parent.signalGroup(pid, SIGKILL)  // anything its constructors started
+            _ = launch.parent.wait(for: pid)
             throw StartError(message: message)
         default:
-            kill(-pid, SIGKILL)
+            launch.parent.signalGroup(pid, SIGKILL)
             close(host)
-            let exit = WorkerExit.wait(for: pid)
+            let exit = launch.parent.wait(for: pid)
             throw StartError(message: "\(pluginPath): the worker \(exit) before it was ready")
         }
     }
@@ -235,7 +255,7 @@ final class WorkerProcess: Sendable {
                       onExit: @escaping @Sendable (WorkerProcess, WorkerDeath, _ begun: [HandlerCall], _ unstarted: [Unstarted]) -> Void) {
         state.withLock { $0.onHung = onHung }
         supervisor?.onDenied(onDenied)
-        if sandbox.map({ $0.capabilities.processes > 0 }) ?? true { watchGroup() }
+        if !parent.endsGroupOnExit, sandbox.map({ $0.capabilities.processes > 0 }) ?? true { watchGroup() }
         Threads.detach { [self] in
             // Records and chained frames this thread produces are written
             // in one batch when it has read all the worker sent (not one
@@ -250,7 +270,7 @@ final class WorkerProcess: Sendable {
             BatchingThread.flushDeferred()
             // After the watcher: it must not signal a reaped pid.
             groupWatched.wait(until: { $0 }) { _ in }
-            let exit = WorkerExit.reap(pid, grace: 1000)
+            let exit = parent.reap(pid, grace: 1000)
             close(socket)
             // Reaped: its pid may belong to someone else now, so nothing
             // below may signal it.
@@ -352,7 +372,7 @@ final class WorkerProcess: Sendable {
 
     private func retireIfDrained() {
         let stop = state.withLock { $0.retiring && $0.calls.isEmpty && !$0.exited }
-        if stop { kill(pid, SIGKILL) }
+        if stop { parent.signal(pid, SIGKILL) }
     }
 
     /// Asks the worker to run the plug-in's shutdown hook and exit.
@@ -365,7 +385,7 @@ final class WorkerProcess: Sendable {
     func waitForExit(until deadline: UInt64) {
         let exited = ended.wait(until: { $0 }, deadline: deadline) { $0 }
         if !exited {
-            kill(pid, SIGKILL)
+            parent.signal(pid, SIGKILL)
             ended.wait(until: { $0 }) { _ in }
         }
     }

@@ -12,6 +12,20 @@ final class WorkerSpawner: Sendable {
     }
 
     private let jobs = ConditionLock([Job]())
+    private let zygote = Lock<ZygoteClient?>(nil)
+
+    /// The zygote to fork workers of `executable` from, started on first
+    /// use (and again if it died); nil where workers are executed instead.
+    /// Called on the spawner thread only: the zygote dies with the thread
+    /// that started it (PR_SET_PDEATHSIG).
+    func zygote(for executable: String) -> ZygoteClient? {
+        guard ZygoteClient.isWanted else { return nil }
+        return zygote.withLock { current in
+            if let running = current, running.isAlive { return running }
+            current = ZygoteClient.start(executable: executable)
+            return current
+        }
+    }
 
     init() {
         Threads.detach { [jobs] in
