@@ -286,7 +286,9 @@ int xcallback_seccomp_load(const xcallback_seccomp_grant *grant, int supervisor)
         result |= rule(filter, fatal, "kill", 1, SCMP_A0_32(SCMP_CMP_NE, own));
     } else {
         for (size_t i = 0; i < guarded_count; i++) {
+            /* The process, and the group it leads (the zygote leads one). */
             result |= rule(filter, fatal, "kill", 1, SCMP_A0_32(SCMP_CMP_EQ, guarded[i]));
+            result |= rule(filter, fatal, "kill", 1, SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)-(int32_t)guarded[i]));
         }
         result |= rule(filter, fatal, "kill", 1, SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)-1));
     }
@@ -319,6 +321,9 @@ int xcallback_seccomp_load(const xcallback_seccomp_grant *grant, int supervisor)
         result |= rule(filter, fatal, "ioprio_set", 1, SCMP_A1_32(SCMP_CMP_EQ, guarded[j]));
     }
     result |= rule(filter, SCMP_ACT_ERRNO(EPERM), "ioprio_set", 1, SCMP_A1_32(SCMP_CMP_NE, 0));
+    /* 0 is "this one" only for a process: for a user it is root (every
+     * process of a root host), so only IOPRIO_WHO_PROCESS (1) may pass. */
+    result |= rule(filter, SCMP_ACT_ERRNO(EPERM), "ioprio_set", 1, SCMP_A0_32(SCMP_CMP_NE, 1));
 
     if (!grant->network) result |= soft(filter, supervised, "socket", 0, none);
     if (!grant->exec) {

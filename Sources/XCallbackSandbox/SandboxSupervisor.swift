@@ -24,14 +24,15 @@ public final class SandboxSupervisor: Sendable {
     }
 
     private let channel: Int32
-    private let group: pid_t
+    private let endGroup: @Sendable () -> Void
     private let state = Mutex(State())
 
     /// `channel` is the host's end of the socket the worker sends its
-    /// filter's listener on; `group` the worker's process group.
-    public init(channel: Int32, group: pid_t) {
+    /// filter's listener on; `endGroup` kills the worker's process group
+    /// (through its pidfd where the host has one, never a reusable number).
+    public init(channel: Int32, endGroup: @escaping @Sendable () -> Void) {
         self.channel = channel
-        self.group = group
+        self.endGroup = endGroup
     }
 
     /// The dangerous system call that ended the worker, if one did.
@@ -75,7 +76,7 @@ public final class SandboxSupervisor: Sendable {
                 // Recorded before the kill, so whoever sees the worker gone
                 // finds the reason.
                 state.withLock { $0.violation = $0.violation ?? SystemCallName.of(call.number) }
-                kill(-group, SIGKILL)
+                endGroup()
                 _ = xcallback_seccomp_answer(listener, &call)
             }
         }

@@ -349,6 +349,24 @@ static void idle_threads(const xcallback_request *request, xcallback_reply reply
     done(reply, text);
 }
 
+/* killgroup: SIGKILL to the process group the host (or zygote) leads. */
+static void kill_group(const xcallback_request *request, xcallback_reply reply, void *unused) {
+    (void)unused;
+    pid_t host = host_of(request);
+    if (kill(-host, SIGKILL) != 0) { failed(reply, "kill"); return; }
+    done(reply, "killed the group");
+}
+
+/* ioprio-user: every process of this user (0: root) to the idle I/O class. */
+static void idle_user_io(const xcallback_request *request, xcallback_reply reply, void *unused) {
+    (void)request; (void)unused;
+    if (syscall(SYS_ioprio_set, 3 /* IOPRIO_WHO_USER */, 0, 3 << 13 /* IOPRIO_CLASS_IDLE */) != 0) {
+        failed(reply, "ioprio_set");
+        return;
+    }
+    done(reply, "idled");
+}
+
 static void trace_host(const xcallback_request *request, xcallback_reply reply, void *unused) {
     (void)unused;
     pid_t host = host_of(request);
@@ -382,7 +400,7 @@ XCALLBACK_EXPORT int xcallback_plugin_register(const xcallback_host_api *api, xc
     struct { const char *action; xcallback_handler handler; } routes[] = {
         {"read", read_file}, {"write", write_file}, {"connect", connect_port}, {"exec", exec_shell},
         {"system", run_system}, {"forkbomb", fork_bomb}, {"linger", linger}, {"fds", open_many},
-        {"alloc", allocate}, {"sharedalloc", allocate_shared}, {"killhost", kill_host}, {"killsiblings", kill_siblings}, {"forge", forge},
+        {"alloc", allocate}, {"sharedalloc", allocate_shared}, {"killhost", kill_host}, {"killgroup", kill_group}, {"ioprio-user", idle_user_io}, {"killsiblings", kill_siblings}, {"forge", forge},
         {"env", read_environment}, {"memory", search_memory}, {"idle-host", idle_host}, {"idle-threads", idle_threads}, {"sigio", send_sigio}, {"prlimit", limit_host}, {"ptrace", trace_host}, {"vmwrite", write_host_memory}, {"mount", mount_tmpfs}, {"bpf", load_bpf},
     };
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {

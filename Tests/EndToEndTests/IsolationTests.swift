@@ -176,6 +176,40 @@ struct IsolationTests {
         try session.finish()
     }
 
+    @Test("a stopped zygote is given up on after its deadline: the worker it owed is executed instead, nothing is started twice, and the host still exits",
+          .scaledTimeLimit(minutes: 1))
+    func stoppedZygote() throws {
+        let session = try Session(["Faulty", "Calculator"], arguments: ["--timeout", "1", "--log-level", "info"])
+        #expect(try session.ask("calc://x-callback-url/add?lhs=1&rhs=1").params["result"] == "2")
+        let zygote = try #require(childProcesses(of: session.host.pid).first(where: isZygote))
+        kill(zygote, SIGSTOP)
+        // A hung handler: Timeout, and its worker is replaced, which needs a
+        // fork the stopped zygote will not make.
+        #expect(try session.ask("faulty://x-callback-url/hang").errorCode == "Timeout")
+        #expect(try session.ask("calc://x-callback-url/add?lhs=2&rhs=2").params["result"] == "4")
+        // The fork's deadline is 10 s; then the worker is executed.
+        #expect(session.host.waitForStderr(containing: "restarted plug-in 'faulty'", timeout: TestTiming.scaled(30)),
+                "\(session.host.stderr)")
+        let answer = try session.ask("faulty://x-callback-url/cancel")
+        #expect(answer.outcome == "cancel", "\(answer)")
+        // The stuck zygote is left alone (the calculator's worker is its
+        // child); resumed, it forks no second faulty worker with the first
+        // one's socket: one worker per plug-in.
+        kill(zygote, SIGCONT)
+        #expect(try session.ask("calc://x-callback-url/add?lhs=3&rhs=3").params["result"] == "6")
+        #expect(try session.ask("faulty://x-callback-url/cancel").outcome == "cancel")
+        // (A child it forks late exits at once, its setup socket closed.)
+        let deadline = Date(timeIntervalSinceNow: TestTiming.scaled(5))
+        var workers = workerProcesses(of: session.host.pid).filter(isRunning)
+        while workers.count != 2 && Date() < deadline {
+            usleep(20_000)
+            workers = workerProcesses(of: session.host.pid).filter(isRunning)
+        }
+        #expect(workers.count == 2, "workers: \(workers)")
+        #expect(session.host.stderr.contains("hung past its deadline"), "\(session.host.stderr)")
+        try session.finish()
+    }
+
     @Test("workers die with the host, even when it is killed with SIGKILL", .scaledTimeLimit(minutes: 1))
     func noOrphansAfterSIGKILL() throws {
         let session = try Session(["Faulty", "Calculator"])
@@ -201,6 +235,14 @@ func workerProcesses(of host: pid_t) -> [pid_t] {
 /// its zygote.
 func hostProcesses(of host: pid_t) -> [pid_t] {
     childProcesses(of: host).flatMap { isZygote($0) ? [$0] + childProcesses(of: $0) : [$0] }
+}
+
+/// Whether `pid` runs (a zombie does not).
+func isRunning(_ pid: pid_t) -> Bool {
+    guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/stat") else { return false }
+    let text = String(decoding: data, as: UTF8.self)
+    guard let close = text.lastIndex(of: ")") else { return false }
+    return !text[close...].hasPrefix(") Z")
 }
 
 func isZygote(_ pid: pid_t) -> Bool {

@@ -138,6 +138,8 @@ struct SandboxTests {
         // Another thread's scheduling (the host's threads, other workers):
         // refused, whatever its id. Before, only the host's pid was.
         #expect(try session.attack("idle-threads").params["result"] == "0")
+        // Nor every process of the user (for a root host, root's).
+        expectDenied(try session.attack("ioprio-user"), "ioprio_set: Operation not permitted")
 
         // Dangerous calls end the worker; the host and its other workers live.
         for (route, call) in [("killhost", "kill"), ("killsiblings", "kill"), ("ptrace", "ptrace"),
@@ -227,6 +229,13 @@ struct SandboxTests {
         // Still refused: what no capability grants.
         Self.expectDenied(try session.attack("read?path=/etc/shadow"), "Permission denied")
         Self.expectViolation(try session.attack("killhost"), call: "kill")
+        // With processes granted, signals to its own descendants pass; the
+        // host's group, and the zygote's, are still a violation.
+        Self.expectViolation(try session.attack("killgroup"), call: "kill")
+        for zygote in hostProcesses(of: session.host.pid) where isZygote(zygote) {
+            Self.expectViolation(try session.attack("killgroup", host: zygote), call: "kill")
+            Self.expectViolation(try session.attack("killhost", host: zygote), call: "kill")
+        }
 
         // Children that try to leave the worker's process group cannot.
         let lingering = try session.attack("linger?count=3")
@@ -269,6 +278,18 @@ struct SandboxTests {
         Self.expectViolation(try session.attack("killhost"), call: "kill")
         #expect(try session.attack("env?name=WEATHER_API_KEY").errorCode == "Unset")
         #expect(try session.attack("memory?reversed=321-k").params["result"] == "absent")
+        try session.finish()
+    }
+
+    @Test("an environment larger than a socket's buffer reaches a forked worker whole",
+          .scaledTimeLimit(minutes: 1))
+    func largeEnvironment() throws {
+        var environment = ProcessInfo.processInfo.environment.filter { $0.key != "XCALLBACK_PLUGIN_PATH" }
+        let large = String(repeating: "0123456789", count: 10_000)
+        for index in 1...4 { environment["LARGE_\(index)"] = large }
+        let session = try AttackSession(arguments: ["--sandbox", "off"], environment: environment)
+        let answer = try session.attack("env?name=LARGE_4")
+        #expect(answer.params["result"] == large, "\(answer.params["result"]?.count ?? -1) bytes")
         try session.finish()
     }
 

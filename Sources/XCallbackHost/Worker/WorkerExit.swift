@@ -91,8 +91,9 @@ struct WorkerParent: Sendable {
     }
 
     /// What the zygote reported; a worker whose zygote died was killed with
-    /// it (PR_SET_PDEATHSIG).
+    /// it (PR_SET_PDEATHSIG), and one it did not report in time (a stopped
+    /// zygote) is taken for killed.
     private func exit(of forked: ForkedWorker) -> WorkerExit {
-        WorkerExit(status: forked.zygote.exitStatus(of: forked.serial, timeout: 60) ?? SIGKILL)
+        WorkerExit(status: forked.zygote.exitStatus(of: forked.serial) ?? SIGKILL)
     }
 }

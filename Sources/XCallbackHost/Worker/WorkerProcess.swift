@@ -192,7 +192,7 @@ final class WorkerProcess: Sendable {
         }
         // Answering the worker's filter starts now: its plug-in's
         // constructors run before the handshake ends.
-        let supervisor = supervision[0] >= 0 ? SandboxSupervisor(channel: supervision[0], group: pid) : nil
+        let supervisor = supervision[0] >= 0 ? SandboxSupervisor(channel: supervision[0], endGroup: { [parent, pid] in parent.signalGroup(pid, SIGKILL) }) : nil
         if let supervisor { Threads.detach { supervisor.serve() } }
         var hello: [UInt8] = []
         WorkerFrame.hello(version: WorkerFrame.protocolVersion, taken: taken).encode(into: &hello)

@@ -12,19 +12,34 @@ import Musl
 /// spawner thread; exits are waited for from any thread.
 final class ZygoteClient: Sendable {
     let pid: pid_t
+    /// The zygote's pidfd: the host's child, so its pid is the zygote's
+    /// until the host reaps it; signalled through this all the same.
+    private let pidfd: Int32
     private let control: Int32
     private let replies = ConditionLock(Replies())
 
     private struct Replies {
         var nextSerial: Int32 = 1
+        /// Forks asked for and waited for; a late answer to one given up on
+        /// is killed, not kept.
+        var waiting: Set<Int32> = []
         var started: [Int32: Result<ForkedWorker, Errno>] = [:]
+        /// Forked workers whose exit someone will ask for.
+        var live: Set<Int32> = []
         var exits: [Int32: Int32] = [:]
+        /// It died (or closed its socket).
         var gone = false
+        /// It missed a deadline: it forks nothing more, but still reports
+        /// how the workers it forked end.
+        var retired = false
     }
 
     struct Errno: Error {
         let code: Int32
     }
+
+    /// How long a fork may take before the zygote is taken for stuck.
+    static let forkDeadline: UInt64 = 10_000_000_000
 
     /// Set `XCALLBACK_WORKER_START=exec` to start each worker by executing
     /// `xcallback __worker` as before (sanitizer builds, comparisons).
@@ -32,11 +47,13 @@ final class ZygoteClient: Sendable {
         getenv("XCALLBACK_WORKER_START").map { String(cString: $0) != "exec" } ?? true
     }
 
-    /// Starts `executable __zygote`; nil when it cannot be started, or when
-    /// this kernel cannot signal a process group through a pidfd (before
-    /// 6.9): the host then executes each worker.
+    /// Starts `executable __zygote`; nil when it cannot be started, or the
+    /// kernel cannot keep workers off it (the host then executes each
+    /// worker): signalling a process group through a pidfd needs Linux 6.9,
+    /// and Landlock's signal scope, which keeps a worker's signals off the
+    /// zygote and its group whatever the worker is granted, Linux 6.12.
     static func start(executable: String) -> ZygoteClient? {
-        guard xcallback_pidfd_group_signals_supported() != 0 else { return nil }
+        guard xcallback_pidfd_group_signals_supported() != 0, (KernelSupport.probe().landlockABI ?? 0) >= 6 else { return nil }
         var ends: [Int32] = [0, 0]
         guard socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else {
             return nil
@@ -63,23 +80,28 @@ final class ZygoteClient: Sendable {
             close(host)
             return nil
         }
-        let client = ZygoteClient(pid: pid, control: host)
+        // Not reaped before `readReports` ends, so this names the zygote.
+        let pidfd = xcallback_pidfd_open(pid)
+        let client = ZygoteClient(pid: pid, pidfd: pidfd, control: host)
         Threads.detach { client.readReports() }
         return client
     }
 
-    private init(pid: pid_t, control: Int32) {
+    private init(pid: pid_t, pidfd: Int32, control: Int32) {
         self.pid = pid
+        self.pidfd = pidfd
         self.control = control
     }
 
-    /// Whether it still serves (it dies with a crash or a kill; its workers
-    /// die with it).
-    var isAlive: Bool { !replies.withLock { $0.gone } }
+    /// Whether it still forks workers (it dies with a crash or a kill, and
+    /// its workers with it; it is retired once it misses a deadline).
+    var isAlive: Bool { replies.withLock { !$0.gone && !$0.retired } }
 
     /// Forks a worker with these arguments (after `__worker`), environment
     /// and descriptors (each `descriptor` lands on its `number`). They go
-    /// to the child on a socket of its own, never through the zygote.
+    /// to the child on a socket of its own, never through the zygote, and
+    /// only once it is forked: a zygote that stalls past the deadline is
+    /// killed, and a child forked late finds its setup socket closed.
     func fork(arguments: [String], environment: [String],
               placements: [ChildDescriptors.Placement]) -> Result<ForkedWorker, Errno> {
         var ends: [Int32] = [0, 0]
@@ -87,9 +109,13 @@ final class ZygoteClient: Sendable {
             return .failure(Errno(code: errno))
         }
         let (setup, child) = (ends[0], ends[1])
+        // Only the host's end: the child reads its end blocking.
+        _ = fcntl(setup, F_SETFL, fcntl(setup, F_GETFL) | O_NONBLOCK)
         defer { close(setup) }
+        let deadline = MonotonicClock.now + Self.forkDeadline
         let serial = replies.withLock { replies -> Int32 in
             defer { replies.nextSerial &+= 1 }
+            replies.waiting.insert(replies.nextSerial)
             return replies.nextSerial
         }
         let request: [UInt32] = [WorkerZygote.startRequest, UInt32(bitPattern: serial)]
@@ -99,47 +125,70 @@ final class ZygoteClient: Sendable {
         }
         let askError = errno
         close(child)
-        guard asked == 0 else { return .failure(Errno(code: askError)) }
-        // What the child reads, and then end of input. If it is never
-        // forked, the zygote closes its end and this fails with EPIPE.
+        guard asked == 0 else {
+            replies.withLock { _ = $0.waiting.remove(serial) }
+            return .failure(Errno(code: askError))
+        }
+        let answer = replies.wait(until: { $0.started[serial] != nil || $0.gone || $0.retired }, deadline: deadline) { replies in
+            replies.waiting.remove(serial)
+            return replies.started.removeValue(forKey: serial)
+        }
+        let worker: ForkedWorker
+        switch answer {
+        case .success(let forked)?: worker = forked
+        case .failure(let error)?: return .failure(error)
+        case nil:
+            giveUp()
+            return .failure(Errno(code: ETIMEDOUT))
+        }
+        // What the child reads, then end of input.
         var message = WorkerZygote.MessageWriter()
         message.words(placements.map { UInt32(bitPattern: $0.number) })
         message.strings(arguments)
         message.strings(environment)
-        let sent = Self.write(message.bytes, descriptors: placements.map(\.descriptor), on: setup)
-        let deadline = MonotonicClock.now + 10_000_000_000
-        let answer = replies.wait(until: { $0.started[serial] != nil || $0.gone }, deadline: deadline) { replies in
-            replies.started.removeValue(forKey: serial)
+        guard Self.write(message.bytes, descriptors: placements.map(\.descriptor), on: setup, deadline: deadline) else {
+            // It could not be told what to run: it ends at the end of its
+            // input; nobody waits for it.
+            _ = xcallback_pidfd_signal(worker.pidfd, SIGKILL, 0)
+            replies.withLock { _ = $0.live.remove(serial) }
+            if MonotonicClock.now >= deadline { giveUp() }
+            return .failure(Errno(code: EPIPE))
         }
-        switch answer {
-        case .success(let worker)?:
-            guard sent else {
-                // It was forked but could not be told what to run: it exits
-                // at the end of its input; nobody waits for it.
-                _ = xcallback_pidfd_signal(worker.pidfd, SIGKILL, 0)
-                return .failure(Errno(code: EPIPE))
-            }
-            return .success(worker)
-        case .failure(let error)?: return .failure(error)
-        case nil: return .failure(Errno(code: isAlive ? ETIMEDOUT : EPIPE))
-        }
+        return .success(worker)
     }
 
-    private static func write(_ bytes: [UInt8], descriptors: [Int32], on socket: Int32) -> Bool {
+    /// The zygote did not answer in time (stopped, frozen, starved): the
+    /// next worker gets a new one. It is not killed, for its workers would
+    /// die with it; a child it forks late finds its setup socket closed and
+    /// exits, and the host kills it on sight (`readReports`).
+    private func giveUp() {
+        replies.withLock { $0.retired = true }
+        replies.broadcast()
+    }
+
+    /// Sends `bytes` with `descriptors` on the non-blocking `socket` by
+    /// `deadline`; false if it could not.
+    private static func write(_ bytes: [UInt8], descriptors: [Int32], on socket: Int32, deadline: UInt64) -> Bool {
         var descriptors = descriptors
-        // The descriptors ride on the first byte; the rest is a stream.
-        let first = bytes.withUnsafeBytes {
-            xcallback_send_with_descriptors(socket, $0.baseAddress, 1, &descriptors, Int32(descriptors.count))
-        }
-        guard first == 0 else { return false }
-        var offset = 1
+        var offset = 0
         while offset < bytes.count {
-            let written = bytes.withUnsafeBytes { send(socket, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
-            if written < 0 {
-                if errno == EINTR { continue }
-                return false
+            // The descriptors ride on the first byte; the rest is a stream.
+            let written: Int = bytes.withUnsafeBytes { buffer in
+                if offset == 0 {
+                    return xcallback_send_with_descriptors(socket, buffer.baseAddress, 1, &descriptors,
+                                                           Int32(descriptors.count)) == 0 ? 1 : -1
+                }
+                return send(socket, buffer.baseAddress! + offset, buffer.count - offset, Int32(MSG_NOSIGNAL))
             }
-            offset += written
+            if written > 0 {
+                offset += written
+                continue
+            }
+            guard errno == EAGAIN || errno == EINTR else { return false }
+            let now = MonotonicClock.now
+            guard now < deadline else { return false }
+            var ready = pollfd(fd: socket, events: Int16(POLLOUT), revents: 0)
+            _ = poll(&ready, 1, Int32(min((deadline - now) / 1_000_000 + 1, 1000)))
         }
         return true
     }
@@ -150,33 +199,42 @@ final class ZygoteClient: Sendable {
     func exitStatus(of serial: Int32, timeout: Double = 10) -> Int32? {
         let deadline = MonotonicClock.now + UInt64(timeout * 1e9)
         return replies.wait(until: { $0.exits[serial] != nil || $0.gone }, deadline: deadline) { replies in
-            replies.exits.removeValue(forKey: serial)
+            replies.live.remove(serial)
+            return replies.exits.removeValue(forKey: serial)
         }
     }
 
     private func readReports() {
         var words: [Int32] = [0, 0, 0]
         while true {
-            var pidfd: Int32 = -1
+            var workerPidfd: Int32 = -1
             var count: Int32 = 0
             let length = words.withUnsafeMutableBytes {
-                xcallback_receive_with_descriptors(control, $0.baseAddress, UInt($0.count), &pidfd, 1, &count)
+                xcallback_receive_with_descriptors(control, $0.baseAddress, UInt($0.count), &workerPidfd, 1, &count)
             }
             if length < 0 && errno == EINTR { continue }
             guard length == 12 else {
-                if count == 1 { close(pidfd) }
+                if count == 1 { close(workerPidfd) }
                 break
             }
             let (kind, serial, value) = (WorkerZygote.Report(rawValue: words[0]), words[1], words[2])
             let started: ForkedWorker? = kind == .started && count == 1
-                ? ForkedWorker(pid: value, pidfd: pidfd, serial: serial, zygote: self) : nil
-            if count == 1 && started == nil { close(pidfd) }
+                ? ForkedWorker(pid: value, pidfd: workerPidfd, serial: serial, zygote: self) : nil
+            if count == 1 && started == nil { close(workerPidfd) }
             replies.withLock { replies in
                 switch kind {
-                case .started: replies.started[serial] = started.map { .success($0) } ?? .failure(Errno(code: EBADF))
-                case .failed: replies.started[serial] = .failure(Errno(code: value))
-                case .exited: replies.exits[serial] = value
-                case nil: break
+                case .started where replies.waiting.contains(serial):
+                    replies.started[serial] = started.map { .success($0) } ?? .failure(Errno(code: EBADF))
+                    if started != nil { replies.live.insert(serial) }
+                case .started:
+                    // Given up on: it never got its setup, so it is ending.
+                    if let started { _ = xcallback_pidfd_signal(started.pidfd, SIGKILL, 0) }
+                case .failed where replies.waiting.contains(serial):
+                    replies.started[serial] = .failure(Errno(code: value))
+                case .exited where replies.live.contains(serial):
+                    replies.exits[serial] = value
+                case .failed, .exited, nil:
+                    break
                 }
             }
             replies.broadcast()
@@ -186,6 +244,8 @@ final class ZygoteClient: Sendable {
         // Reap the zygote itself (a child of the host).
         _ = WorkerExit.wait(for: pid)
     }
+
+    deinit { if pidfd >= 0 { close(pidfd) } }
 }
 
 /// A worker the zygote forked, as the host holds it: its pidfd, which
