@@ -47,12 +47,15 @@ final class HandoffLoop<Item>: StallWatchable, @unchecked Sendable {
 
     private func run() {
         BatchingThread.markCurrent()
+        let clock = StallClock.Owner(loop: self)
+        StallClock.setCurrent(clock)
+        defer { StallClock.setCurrent(nil) }
         while let item = read() {
             // Never 0, which means idle.
-            let stamp = MonotonicClock.coarseNow | 1
-            busySince.store(stamp, ordering: .releasing)
+            clock.stamp = MonotonicClock.coarseNow | 1
+            busySince.store(clock.stamp, ordering: .releasing)
             process(item)
-            let stillOwner = busySince.compareExchange(expected: stamp, desired: 0,
+            let stillOwner = busySince.compareExchange(expected: clock.stamp, desired: 0,
                                                        ordering: .acquiringAndReleasing).exchanged
             if !stillOwner {
                 // Another thread took the input while this item stalled.
@@ -67,6 +70,17 @@ final class HandoffLoop<Item>: StallWatchable, @unchecked Sendable {
         finished.broadcast()
     }
 
+    /// Stops the current item's stall clock (its thread is about to block
+    /// on back-pressure); false if the input was already handed off.
+    func pause(_ stamp: UInt64) -> Bool {
+        busySince.compareExchange(expected: stamp, desired: 0, ordering: .acquiringAndReleasing).exchanged
+    }
+
+    /// Restarts it with `stamp` after `pause`.
+    func resume(_ stamp: UInt64) {
+        busySince.store(stamp, ordering: .releasing)
+    }
+
     func handOffIfStalled(now: UInt64, threshold: UInt64) -> Bool {
         let since = busySince.load(ordering: .acquiring)
         // `now` was read before this load: an item that began after it has
@@ -78,6 +92,55 @@ final class HandoffLoop<Item>: StallWatchable, @unchecked Sendable {
         return true
     }
 }
+
+/// Waiting for a slow reader is not a stall: a thread that owns a loop's
+/// input and blocks writing to a full pipe or socket (a worker, stdout)
+/// stops its item's stall clock, so the watchdog does not hand the input to
+/// another thread that would only queue behind the same reader. A reader
+/// that never drains is ended elsewhere: a worker whose requests pass their
+/// deadline is replaced and killed, which fails the write.
+enum StallClock {
+    /// This thread's loop and the stamp of its current item.
+    final class Owner {
+        unowned let loop: StallPausable
+        var stamp: UInt64 = 0
+
+        init(loop: StallPausable) { self.loop = loop }
+    }
+
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key, nil)
+        return key
+    }()
+
+    fileprivate static func setCurrent(_ owner: Owner?) {
+        let previous = pthread_getspecific(key)
+        if let previous { Unmanaged<Owner>.fromOpaque(previous).release() }
+        pthread_setspecific(key, owner.map { Unmanaged.passRetained($0).toOpaque() })
+    }
+
+    /// Runs `body`, which may block on back-pressure, with this thread's
+    /// stall clock stopped.
+    static func whileWaitingForReader<R>(_ body: () -> R) -> R {
+        guard let raw = pthread_getspecific(key) else { return body() }
+        let owner = Unmanaged<Owner>.fromOpaque(raw).takeUnretainedValue()
+        guard owner.stamp != 0, owner.loop.pause(owner.stamp) else { return body() }
+        defer {
+            owner.stamp = MonotonicClock.coarseNow | 1
+            owner.loop.resume(owner.stamp)
+        }
+        return body()
+    }
+}
+
+/// A loop whose stall clock a blocked thread can stop.
+protocol StallPausable: AnyObject {
+    func pause(_ stamp: UInt64) -> Bool
+    func resume(_ stamp: UInt64)
+}
+
+extension HandoffLoop: StallPausable {}
 
 /// A loop the watchdog can relieve.
 protocol StallWatchable: AnyObject, Sendable {

@@ -60,6 +60,10 @@ final class BufferedWriter: Flushable, @unchecked Sendable {
     /// Writes all of `bytes`, retrying on EINTR; true when the reader is gone
     /// (or the write failed otherwise).
     static func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
+        StallClock.whileWaitingForReader { writeAllNow(descriptor, bytes) }
+    }
+
+    private static func writeAllNow(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
         var offset = 0
         while offset < bytes.count {
             let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
