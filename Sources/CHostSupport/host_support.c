@@ -297,3 +297,12 @@ int xcallback_set_command_line(char **argv, int argc, const char *const *argumen
     memset(start + used, 0, room - used);
     return 0;
 }
+
+#include <malloc.h>
+
+void xcallback_keep_freed_memory(void) {
+    /* 32 MiB may stay free in an arena before it is given back, and an arena
+       grows 4 MiB past what it needs at once. */
+    mallopt(M_TRIM_THRESHOLD, 32 << 20);
+    mallopt(M_TOP_PAD, 4 << 20);
+}

@@ -26,6 +26,7 @@ struct XCallback: ParsableCommand {
     /// help, shell completions or the manual page (whose generator lists
     /// hidden subcommands too).
     static func main() {
+        Allocator.keepFreedMemory()
         let arguments = CommandLine.arguments.dropFirst()
         switch arguments.first {
         case WorkerMain.subcommand?: WorkerCommand.main(Array(arguments.dropFirst()))

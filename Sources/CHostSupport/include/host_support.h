@@ -104,4 +104,8 @@ int xcallback_set_command_line(char **argv, int argc, const char *const *argumen
 /* How many threads this process runs (from /proc/self/stat), or -1. */
 int xcallback_thread_count(void);
 
+/* glibc's allocator, tuned for threads that free what others allocated:
+ * see Support/Allocator.swift. */
+void xcallback_keep_freed_memory(void);
+
 #endif
