@@ -63,6 +63,8 @@ final class NativeRequest: @unchecked Sendable {
     @exclusivity(unchecked) private(set) var attempt: UInt32 = 1
     /// The pattern of the route that matched, as registered.
     @exclusivity(unchecked) private(set) var routeText: String
+    /// Where the next part goes while filling from bytes.
+    @exclusivity(unchecked) private var fillCursor = 0
 
     /// An empty request for the fast lane to fill.
     init() {
@@ -192,6 +194,54 @@ final class NativeRequest: @unchecked Sendable {
         }
         self.routeText = route
         return true
+    }
+
+    // MARK: Filling from bytes (a worker's lane, from a request frame)
+
+    /// Starts refilling this request from byte strings that total at most
+    /// `byteCount` bytes (NULs aside): `add…` each part in order, then
+    /// `assign(id:attempt:)`. Allocates only to grow.
+    func beginFill(byteCount: Int, route: String) {
+        let needed = byteCount + route.utf8.count + 64
+        if needed > capacity {
+            storage.deallocate()
+            capacity = max(needed, capacity * 2)
+            storage = UnsafeMutablePointer<CChar>.allocate(capacity: capacity)
+        }
+        fields = nil
+        sourceOffset = nil
+        parameterOffsets.removeAll(keepingCapacity: true)
+        argumentOffsets.removeAll(keepingCapacity: true)
+        routeText = route
+        fillCursor = 0
+    }
+
+    /// The URL, then the scheme: the first two parts.
+    func addURL(_ bytes: UnsafeRawBufferPointer) { _ = addBytes(bytes) }
+    func addScheme(_ bytes: UnsafeRawBufferPointer) {
+        schemeOffset = addBytes(bytes)
+        var route = routeText
+        routeOffset = route.withUTF8 { addBytes(UnsafeRawBufferPointer($0)) }
+    }
+    func addSource(_ bytes: UnsafeRawBufferPointer) { sourceOffset = addBytes(bytes) }
+    func addParameter(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+        let nameOffset = addBytes(name)
+        let valueOffset = addBytes(value)
+        parameterOffsets.append(Parameter(name: nameOffset, value: valueOffset, valueLength: value.count))
+    }
+    func addArgument(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+        let nameOffset = addBytes(name)
+        let valueOffset = addBytes(value)
+        argumentOffsets.append(Parameter(name: nameOffset, value: valueOffset, valueLength: value.count))
+    }
+
+    /// Copies `bytes` and a NUL at the fill cursor; returns where they went.
+    private func addBytes(_ bytes: UnsafeRawBufferPointer) -> Int {
+        let offset = fillCursor
+        if let base = bytes.baseAddress { memcpy(storage + offset, base, bytes.count) }
+        storage[offset + bytes.count] = 0
+        fillCursor = offset + bytes.count + 1
+        return offset
     }
 
     /// Sets the host's number for the request and its attempt, once the

@@ -25,11 +25,14 @@ extension Dispatcher {
         if lane.generation != registry.generation {
             (lane.snapshot, lane.generation) = registry.routeSnapshot()
         }
-        guard let snapshot = lane.snapshot, snapshot.hasNativeRoutes, sink.opener == nil, sink.receiver == nil,
+        guard let snapshot = lane.snapshot, snapshot.hasFastRoutes, sink.opener == nil, sink.receiver == nil,
               line.count <= limits.maxLineBytes, lane.line.parse(line),
-              let routeIndex = lane.literalRoute(in: line, snapshot: snapshot),
-              let route = snapshot.native[routeIndex]
+              let routeIndex = lane.literalRoute(in: line, snapshot: snapshot)
         else { return false }
+        guard let route = snapshot.native[routeIndex] else {
+            guard let target = snapshot.workers[routeIndex] else { return false }
+            return submitToWorker(target, line: line, sequence: sequence, sink: sink, lane: lane, snapshot: snapshot)
+        }
         // A callback the host could never deliver to is refused up front by
         // `submit`, with the message.
         guard lane.hasDeliverableCallbacks(line) else { return false }
@@ -144,6 +147,7 @@ extension Dispatcher {
     func expireFastCalls(now: UInt64) {
         let timeoutNanoseconds = timeout.nanoseconds
         let cutoff = now == .max ? .max : (now > timeoutNanoseconds ? now - timeoutNanoseconds : 0)
+        expireWorkerSlots(before: cutoff)
         let current = lanesLock.withLock { $0.compactMap(\.lane) }
         for lane in current {
             let marker = lane.inFlight.load(ordering: .acquiring)

@@ -18,6 +18,8 @@ final class Dispatcher: SynchronousCallOwner, Sendable {
     private let lastID = Atomic<UInt64>(0)
     /// Every input stream's fast lane, for the deadline timer.
     let lanesLock = Lock<[WeakLane]>([])
+    /// Every worker with requests sent by a lane, for the deadline timer.
+    let workerLanes = Lock<[WeakWorker]>([])
 
     /// Internal callbacks a chain may follow before `LoopDetected` (SPEC 3).
     static let maxHops = 8

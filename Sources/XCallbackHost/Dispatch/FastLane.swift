@@ -132,6 +132,11 @@ final class FastLane: @unchecked Sendable {
         return Dispatcher.hasScheme(url) ? .given(url) : .undeliverable
     }
 
+    /// The decoded `x-success`, `x-error` and `x-cancel` of the last line
+    /// `hasDeliverableCallbacks` passed.
+    var decodedCallbacks: (success: UnsafeBufferPointer<UInt8>?, error: UnsafeBufferPointer<UInt8>?,
+                           cancel: UnsafeBufferPointer<UInt8>?) { callbacks }
+
     /// The decoded callback URL for an outcome of `kind`, as
     /// `RequestURL.callbackURL(for:)` picks it (nil when absent or empty).
     func decodedCallback(for kind: OutcomeKind) -> UnsafeBufferPointer<UInt8>? {

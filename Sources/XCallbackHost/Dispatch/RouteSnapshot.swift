@@ -27,12 +27,26 @@ final class RouteSnapshot: Sendable {
         }
     }
 
+    /// A route whose plug-in runs in a worker: the lane sends its requests
+    /// straight from their lines (`Dispatcher.submitToWorker`).
+    final class WorkerRoute: Sendable {
+        let endpoint: WorkerEndpoint
+        let handler: Int
+
+        init(endpoint: WorkerEndpoint, handler: Int) {
+            self.endpoint = endpoint
+            self.handler = handler
+        }
+    }
+
     let literals: LiteralRouteIndex
     /// By route index; nil for routes the lane leaves to the general path
     /// (workers, bound functions, the built-in await).
     let native: [NativeRoute?]
-    /// Whether any route can take the lane (none with `--isolation process`).
-    let hasNativeRoutes: Bool
+    /// By route index; nil for routes whose plug-in runs in this process.
+    let workers: [WorkerRoute?]
+    /// Whether any route can take the lane.
+    let hasFastRoutes: Bool
     /// The schemes routes use, lowercased: a callback to one is the next hop
     /// of a chain.
     private let schemes: [[UInt8]]
@@ -40,10 +54,12 @@ final class RouteSnapshot: Sendable {
     init(table: RouteTable<RouteTarget>) {
         literals = table.literalIndex()
         var native: [NativeRoute?] = []
+        var workers: [WorkerRoute?] = []
         var schemes: [[UInt8]] = []
         for (pattern, target) in table.routes {
             let scheme = Array(pattern.scheme.utf8)
             if !schemes.contains(scheme) { schemes.append(scheme) }
+            workers.append((target.endpoint as? WorkerEndpoint).map { WorkerRoute(endpoint: $0, handler: target.handlerIndex) })
             guard let endpoint = target.endpoint as? InProcessEndpoint,
                   case .native(let handler) = endpoint.plugin.registrations[target.handlerIndex].handler
             else {
@@ -54,8 +70,9 @@ final class RouteSnapshot: Sendable {
                                       pattern: pattern.text))
         }
         self.native = native
+        self.workers = workers
         self.schemes = schemes
-        hasNativeRoutes = native.contains { $0 != nil }
+        hasFastRoutes = native.contains { $0 != nil } || workers.contains { $0 != nil }
     }
 
     /// Whether the URL in `bytes` has the scheme of one of the routes.

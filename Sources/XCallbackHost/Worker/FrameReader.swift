@@ -13,6 +13,18 @@ final class FrameReader {
         case end
         /// A frame did not decode: the peers disagree; stop talking.
         case malformed
+        /// `intercept` took a frame and asked for it to be returned now.
+        case intercepted
+    }
+
+    /// What `intercept` did with a frame.
+    enum Interception {
+        /// Nothing: decode it as usual.
+        case decode
+        /// Took it; go on to the next frame.
+        case consumed
+        /// Took it; return `.intercepted` now.
+        case handedOver
     }
 
     private let descriptor: Int32
@@ -27,18 +39,31 @@ final class FrameReader {
 
     private enum Decoded {
         case frame(WorkerFrame, size: Int)
+        /// `intercept` took the frame as it was.
+        case taken(size: Int, handedOver: Bool)
         case incomplete
         case malformed
     }
 
+    /// Sees each frame's kind and payload before it is decoded (the lanes
+    /// read requests and answers in place); the payload is valid only
+    /// during the call.
+    typealias Intercept = (_ kind: UInt8, _ payload: UnsafeRawBufferPointer) -> Interception
+
     /// The frame at the start of `bytes`: length (4 bytes, little-endian),
     /// kind (1 byte), payload.
-    private static func decodeFrame(_ bytes: UnsafeRawBufferPointer) -> Decoded {
+    private static func decodeFrame(_ bytes: UnsafeRawBufferPointer, intercept: Intercept? = nil) -> Decoded {
         guard bytes.count >= 5 else { return .incomplete }
         let length = Int(bytes[0]) | Int(bytes[1]) << 8 | Int(bytes[2]) << 16 | Int(bytes[3]) << 24
         guard length <= WorkerFrame.maxPayload else { return .malformed }
         guard bytes.count >= 5 + length else { return .incomplete }
-        guard let frame = WorkerFrame.decode(kind: bytes[4], payload: UnsafeRawBufferPointer(rebasing: bytes[5..<(5 + length)])) else {
+        let payload = UnsafeRawBufferPointer(rebasing: bytes[5..<(5 + length)])
+        switch intercept?(bytes[4], payload) ?? .decode {
+        case .decode: break
+        case .consumed: return .taken(size: 5 + length, handedOver: false)
+        case .handedOver: return .taken(size: 5 + length, handedOver: true)
+        }
+        guard let frame = WorkerFrame.decode(kind: bytes[4], payload: payload) else {
             return .malformed
         }
         return .frame(frame, size: 5 + length)
@@ -55,16 +80,21 @@ final class FrameReader {
         return frames
     }
 
-    /// The next frame; `beforeBlocking` runs before each blocking read.
-    func next(beforeBlocking: () -> Void) -> Next {
+    /// The next frame; `beforeBlocking` runs before each blocking read, and
+    /// `intercept` (if any) sees every frame first.
+    func next(beforeBlocking: () -> Void, intercept: Intercept? = nil) -> Next {
         while true {
             let decoded = buffer.withUnsafeBytes {
-                Self.decodeFrame(UnsafeRawBufferPointer(rebasing: $0[start...]))
+                Self.decodeFrame(UnsafeRawBufferPointer(rebasing: $0[start...]), intercept: intercept)
             }
             switch decoded {
             case .frame(let frame, let size):
                 start += size
                 return .frame(frame)
+            case .taken(let size, let handedOver):
+                start += size
+                if handedOver { return .intercepted }
+                continue
             case .malformed:
                 return .malformed
             case .incomplete:

@@ -83,6 +83,12 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
         if let refusal { call.deliver(.outcome(HostError.unavailable(refusal))) }
     }
 
+    /// The worker new requests go to now, if one is ready (the lane sends
+    /// to it directly; `invoke` handles every other case).
+    var currentWorker: WorkerProcess? {
+        state.withLock { state in state.disabledReason == nil ? state.current : nil }
+    }
+
     /// Re-enables a disabled plug-in and starts a worker: on SIGHUP (which
     /// also forgets earlier quarantines), or when a quarantine's cool-down ends.
     /// Returns whether it lifted a quarantine.

@@ -1,5 +1,11 @@
 import XCallbackURL
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
 /// The messages between the host and a worker process, over a socketpair.
 ///
 /// Each frame is a 4-byte little-endian payload length, a 1-byte kind, and
@@ -40,7 +46,7 @@ enum WorkerFrame: Equatable, Sendable {
         var abiMinor: UInt16
     }
 
-    private enum Kind: UInt8 {
+    enum Kind: UInt8 {
         case hello = 1, ready, loadFailed, request, result, returned, shutdown
     }
 
@@ -134,6 +140,112 @@ enum WorkerFrame: Equatable, Sendable {
         }
     }
 
+    /// Appends a `request` frame for a request the host's lane filled in
+    /// place (`urlCount` bytes of URL): the bytes `.request(id:handler:fields:)`
+    /// would encode, without Strings. A lane's route is all literals, so
+    /// there are no arguments.
+    static func encodeRequest(id: UInt64, handler: UInt32, request: NativeRequest, urlCount: Int,
+                              into output: inout [UInt8]) {
+        let start = output.count
+        var writer = WireWriter(output: [])
+        swap(&writer.output, &output)
+        defer { swap(&writer.output, &output) }
+        writer.output.append(contentsOf: [0, 0, 0, 0, Kind.request.rawValue])
+        writer.u64(id)
+        writer.u32(handler)
+        writer.bytes(request.url, count: urlCount)
+        writer.bytes(request.scheme, count: strlen(request.scheme))
+        if let source = request.source {
+            writer.u8(1)
+            writer.bytes(source, count: strlen(source))
+        } else {
+            writer.u8(0)
+            writer.u32(0)
+        }
+        writer.u32(UInt32(request.parameterCount))
+        for index in 0..<request.parameterCount {
+            guard let name = request.parameterName(at: index), let (value, count) = request.parameterValue(at: index) else { continue }
+            writer.bytes(name, count: strlen(name))
+            writer.bytes(value, count: count)
+        }
+        writer.u32(0)
+        writer.u64(request.id)
+        writer.u32(request.attempt)
+        let length = UInt32(writer.output.count - start - 5)
+        for index in 0..<4 {
+            writer.output[start + index] = UInt8(truncatingIfNeeded: length >> UInt32(8 * index))
+        }
+    }
+
+    /// The answer in a `result` frame's payload, read in place: its id,
+    /// kind, and parameters as ranges of the payload. Nil when it is not
+    /// a success or cancel, or its text is not UTF-8 (the decoded frame, a
+    /// `HandlerResult`, handles those).
+    static func peekAnswer(_ payload: UnsafeRawBufferPointer, into parameters: inout [ByteParameter])
+        -> (id: UInt64, kind: OutcomeKind)? {
+        var reader = WireReader(bytes: payload)
+        guard let id = reader.u64(), let code = reader.u8(), code == 0 || code == 2, let count = reader.u32() else { return nil }
+        parameters.removeAll(keepingCapacity: true)
+        for _ in 0..<count {
+            guard let name = reader.span(), let value = reader.span() else { return nil }
+            parameters.append(ByteParameter(nameStart: name.start, nameCount: name.count,
+                                            valueStart: value.start, valueCount: value.count))
+        }
+        guard reader.isAtEnd, code == 0 || parameters.isEmpty else { return nil }
+        for parameter in parameters {
+            let name = UnsafeBufferPointer(rebasing: payload.assumingMemoryBound(to: UInt8.self)[parameter.nameStart..<parameter.nameStart + parameter.nameCount])
+            let value = UnsafeBufferPointer(rebasing: payload.assumingMemoryBound(to: UInt8.self)[parameter.valueStart..<parameter.valueStart + parameter.valueCount])
+            guard UTF8Check.isValid(name), UTF8Check.isValid(value) else { return nil }
+        }
+        return (id, code == 0 ? .success : .cancel)
+    }
+
+    /// The id of a `returned` frame's payload.
+    static func peekReturned(_ payload: UnsafeRawBufferPointer) -> UInt64? {
+        var reader = WireReader(bytes: payload)
+        guard let id = reader.u64(), reader.isAtEnd else { return nil }
+        return id
+    }
+
+    /// Fills `request` from a `request` frame's payload, in place, for
+    /// route `route`; returns the frame's id and handler, or nil when the
+    /// payload is malformed (the decoded frame then reports it).
+    static func fillRequest(_ payload: UnsafeRawBufferPointer, into request: NativeRequest, route: String)
+        -> (id: UInt64, handler: UInt32)? {
+        var reader = WireReader(bytes: payload)
+        guard let id = reader.u64(), let handler = reader.u32(), let url = reader.span(), let scheme = reader.span(),
+              let hasSource = reader.u8(), let source = reader.span()
+        else { return nil }
+        request.beginFill(byteCount: payload.count, route: route)
+        request.addURL(payload.slice(url))
+        request.addScheme(payload.slice(scheme))
+        if hasSource != 0 { request.addSource(payload.slice(source)) }
+        guard let parameterCount = reader.u32(), Int(parameterCount) <= payload.count / 8 else { return nil }
+        for _ in 0..<parameterCount {
+            guard let name = reader.span(), let value = reader.span() else { return nil }
+            request.addParameter(name: payload.slice(name), value: payload.slice(value))
+        }
+        guard let argumentCount = reader.u32(), Int(argumentCount) <= payload.count / 8 else { return nil }
+        for _ in 0..<argumentCount {
+            guard let name = reader.span(), let value = reader.span() else { return nil }
+            request.addArgument(name: payload.slice(name), value: payload.slice(value))
+        }
+        guard let requestID = reader.u64(), let attempt = reader.u32(), reader.isAtEnd else { return nil }
+        request.assign(id: requestID, attempt: attempt)
+        return (id, handler)
+    }
+
+    /// A `request` frame's handler, without reading the rest.
+    static func peekHandler(_ payload: UnsafeRawBufferPointer) -> UInt32? {
+        var reader = WireReader(bytes: payload)
+        guard reader.u64() != nil else { return nil }
+        return reader.u32()
+    }
+
+    static let requestKind = Kind.request.rawValue
+    static let resultKind = Kind.result.rawValue
+    static let returnedKind = Kind.returned.rawValue
+
     // MARK: decoding
 
     /// Decodes one frame's kind and payload; nil when malformed.
@@ -186,6 +298,12 @@ enum WorkerFrame: Equatable, Sendable {
     }
 }
 
+extension UnsafeRawBufferPointer {
+    fileprivate func slice(_ span: (start: Int, count: Int)) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(rebasing: self[span.start..<span.start + span.count])
+    }
+}
+
 /// Appends little-endian integers and length-prefixed strings.
 private struct WireWriter {
     var output: [UInt8]
@@ -196,14 +314,21 @@ private struct WireWriter {
         output.append(UInt8(truncatingIfNeeded: value >> 8))
     }
     mutating func u32(_ value: UInt32) {
-        for shift in stride(from: 0, to: 32, by: 8) { output.append(UInt8(truncatingIfNeeded: value >> UInt32(shift))) }
+        withUnsafeBytes(of: value.littleEndian) { output.append(contentsOf: $0) }
     }
     mutating func u64(_ value: UInt64) {
-        for shift in stride(from: 0, to: 64, by: 8) { output.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
+        withUnsafeBytes(of: value.littleEndian) { output.append(contentsOf: $0) }
     }
     mutating func string(_ text: String) {
         u32(UInt32(text.utf8.count))
         output.append(contentsOf: text.utf8)
+    }
+    /// As `string`, for `count` bytes at `text`.
+    mutating func bytes(_ text: UnsafePointer<CChar>, count: Int) {
+        u32(UInt32(count))
+        text.withMemoryRebound(to: UInt8.self, capacity: count) {
+            output.append(contentsOf: UnsafeBufferPointer(start: $0, count: count))
+        }
     }
     mutating func pairs(_ items: [QueryParameter]) {
         u32(UInt32(items.count))
@@ -227,8 +352,17 @@ private struct WireReader {
         return bytes[offset]
     }
     mutating func u16() -> UInt16? { integer(2).map { UInt16(truncatingIfNeeded: $0) } }
-    mutating func u32() -> UInt32? { integer(4).map { UInt32(truncatingIfNeeded: $0) } }
-    mutating func u64() -> UInt64? { integer(8) }
+
+    mutating func u32() -> UInt32? {
+        guard bytes.count - offset >= 4 else { return nil }
+        defer { offset += 4 }
+        return UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
+    }
+    mutating func u64() -> UInt64? {
+        guard bytes.count - offset >= 8 else { return nil }
+        defer { offset += 8 }
+        return UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+    }
 
     private mutating func integer(_ size: Int) -> UInt64? {
         guard bytes.count - offset >= size else { return nil }
@@ -236,6 +370,13 @@ private struct WireReader {
         for index in 0..<size { value |= UInt64(bytes[offset + index]) << UInt64(8 * index) }
         offset += size
         return value
+    }
+
+    /// A string's place in the payload, without reading it.
+    mutating func span() -> (start: Int, count: Int)? {
+        guard let length = u32().map(Int.init), bytes.count - offset >= length else { return nil }
+        defer { offset += length }
+        return (offset, length)
     }
 
     mutating func string() -> String? {

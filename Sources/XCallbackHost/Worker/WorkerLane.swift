@@ -13,11 +13,42 @@ final class WorkerLane: @unchecked Sendable {
     // @unchecked: `native` is touched only by the thread that entered.
     private let endpoint: InProcessEndpoint
     @exclusivity(unchecked) private var native = NativeRequest()
+    /// The request `claim` took: its frame id and handler.
+    @exclusivity(unchecked) private var claimed: (id: UInt64, handler: Int) = (0, 0)
     private let capture = ReplyCapture()
     private let busy = Atomic<Bool>(false)
 
     init(endpoint: InProcessEndpoint) {
         self.endpoint = endpoint
+    }
+
+    /// Takes a request frame's payload for the lane, filling its request in
+    /// place (no `RequestFields`, no Strings); false, having done nothing,
+    /// when it needs the general path. The reading thread claims, the same
+    /// thread runs it (`runClaimed`): a thread that reads while another is
+    /// stalled in a handler finds the lane busy.
+    func claim(_ payload: UnsafeRawBufferPointer) -> Bool {
+        let registrations = endpoint.plugin.registrations
+        guard let handler = WorkerFrame.peekHandler(payload).map(Int.init), handler >= 0, handler < registrations.count,
+              case .native = registrations[handler].handler,
+              busy.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged
+        else { return false }
+        guard let (id, _) = WorkerFrame.fillRequest(payload, into: native, route: registrations[handler].pattern.text) else {
+            busy.store(false, ordering: .releasing)
+            return false
+        }
+        claimed = (id, handler)
+        return true
+    }
+
+    /// The id of the request `claim` took.
+    var claimedID: UInt64 { claimed.id }
+
+    /// Runs the request `claim` took, then frees the lane.
+    func runClaimed(send: @escaping @Sendable (WorkerFrame) -> Void, output: any FrameOutput) {
+        defer { busy.store(false, ordering: .releasing) }
+        guard case .native(let handler) = endpoint.plugin.registrations[claimed.handler].handler else { return }
+        call(handler, id: claimed.id, send: send, output: output)
     }
 
     /// Runs request `id` on handler `index`; false, having done nothing,
@@ -30,8 +61,14 @@ final class WorkerLane: @unchecked Sendable {
               busy.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged
         else { return false }
         defer { busy.store(false, ordering: .releasing) }
-        let native = self.native
         native.refill(fields, route: registrations[index].pattern.text)
+        call(handler, id: id, send: send, output: output)
+        return true
+    }
+
+    private func call(_ handler: NativeHandler, id: UInt64, send: @escaping @Sendable (WorkerFrame) -> Void,
+                      output: any FrameOutput) {
+        let native = self.native
         let call = SynchronousCall(line: UnsafeBufferPointer(start: nil, count: 0), id: id, sequence: 0, sink: nil,
                                    started: 0, plugin: endpoint.pluginName, capture: capture, owner: nil)
         let reply = HostAPI.replies.openSynchronous(request: native, plugin: endpoint.pluginName, call: call)
@@ -50,6 +87,5 @@ final class WorkerLane: @unchecked Sendable {
             self.native = NativeRequest()
             send(.returned(id: id))
         }
-        return true
     }
 }

@@ -150,12 +150,25 @@ public enum WorkerMain {
         let lane = WorkerLane(endpoint: endpoint)
         let watchdog = StallWatchdog()
         watchdog.start()
-        let loop = HandoffLoop<WorkerFrame>(
+        // A request for a native handler goes from the frame's bytes into
+        // the lane's request (`WorkerLane.claim`); the rest is decoded.
+        let claim: FrameReader.Intercept = { kind, payload in
+            kind == WorkerFrame.requestKind && lane.claim(payload) ? .handedOver : .decode
+        }
+        let loop = HandoffLoop<WorkerInput>(
             read: {
-                if case .frame(let frame) = reader.next(beforeBlocking: BatchingThread.flushDeferred) { return frame }
-                return nil
+                switch reader.next(beforeBlocking: BatchingThread.flushDeferred, intercept: claim) {
+                case .frame(let frame): return .frame(frame)
+                case .intercepted: return .claimedByLane
+                case .end, .malformed: return nil
+                }
             },
-            process: { frame in
+            process: { input in
+                guard case .frame(let frame) = input else {
+                    progress?.begin(lane.claimedID)
+                    lane.runClaimed(send: send, output: writer)
+                    return
+                }
                 switch frame {
                 case .request(let id, let handler, let fields):
                     progress?.begin(id)
@@ -175,6 +188,13 @@ public enum WorkerMain {
         loop.waitUntilInputEnds()
         // The host went away (or closed the socket): nothing left to answer.
         _exit(0)
+    }
+
+    /// What the worker's input loop reads: a decoded frame, or a request the
+    /// lane took as it was.
+    enum WorkerInput {
+        case frame(WorkerFrame)
+        case claimedByLane
     }
 
     /// Files the plug-in is loaded from beyond the one its path names (the

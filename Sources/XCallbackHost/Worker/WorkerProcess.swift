@@ -2,6 +2,7 @@ import XCallbackURL
 import CHostSupport
 import Logging
 import XCallbackSandbox
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -26,6 +27,18 @@ final class WorkerProcess: Sendable {
     private let writer: BufferedWriter
     private let reader: UncheckedFrameReader
     private let state = Lock(State())
+    /// The next frame id; taken under the writer's lock, so frames go out in
+    /// id order.
+    private let nextID = Atomic<UInt64>(1)
+    /// Some request got its result from this worker.
+    private let answered = Atomic<Bool>(false)
+    /// Requests the input thread's lane sent (made at its first).
+    private let lane = LazySlots()
+    /// Set once the worker exited or retires: the lane sends nothing after
+    /// that (see `closeLane`).
+    private let laneClosed = Atomic<Bool>(false)
+    /// Where the reply thread reads an answer's parameters in place.
+    private let answerParameters = UncheckedParameters()
     /// Becomes true once the process has been reaped.
     private let ended = ConditionLock(false)
     /// Set once the group watcher (if any) is done with the worker's pid.
@@ -39,10 +52,7 @@ final class WorkerProcess: Sendable {
 
     private struct State {
         var calls: [UInt64: InFlight] = [:]
-        var nextID: UInt64 = 1
         var exited = false
-        /// Some request got its result from this worker.
-        var answered = false
         /// No new requests; stop once the in-flight ones are answered.
         var retiring = false
         var onHung: (@Sendable (WorkerProcess) -> Void)?
@@ -262,9 +272,9 @@ final class WorkerProcess: Sendable {
             // write per answer).
             BatchingThread.markCurrent()
             loop: while true {
-                switch reader.reader.next(beforeBlocking: BatchingThread.flushDeferred) {
+                switch reader.reader.next(beforeBlocking: BatchingThread.flushDeferred, intercept: takeInPlace) {
                 case .frame(let frame): handle(frame)
-                case .end, .malformed: break loop
+                case .end, .malformed, .intercepted: break loop
                 }
             }
             BatchingThread.flushDeferred()
@@ -275,16 +285,21 @@ final class WorkerProcess: Sendable {
             // Reaped: its pid may belong to someone else now, so nothing
             // below may signal it.
             state.withLock { $0.exited = true }
+            closeLane()
             // What it answered but never sent: the plug-in completed those
             // requests, so they get their answers, not PluginCrashed.
             for frame in progress?.unsentFrames() ?? [] { handle(frame) }
             // Reaped: every store the worker made is visible now.
             let lastBegun = progress?.lastBegun ?? .max
+            let adopted = adoptAll(startedBefore: .max)
             let (begun, unstarted) = state.withLock { state -> ([HandlerCall], [Unstarted]) in
                 state.exited = true
                 defer { state.calls.removeAll() }
                 var begun: [HandlerCall] = []
                 var unstarted: [(id: UInt64, item: Unstarted)] = []
+                for (id, entry) in adopted {
+                    state.calls[id] = InFlight(handler: entry.handler, request: entry.request.fields, call: entry.request.call)
+                }
                 for (id, entry) in state.calls {
                     if id <= lastBegun {
                         begun.append(entry.call)
@@ -307,13 +322,12 @@ final class WorkerProcess: Sendable {
     private func handle(_ frame: WorkerFrame) {
         switch frame {
         case .result(let id, let result):
-            let call = state.withLock { state -> HandlerCall? in
-                state.answered = true
-                return state.calls.removeValue(forKey: id)?.call
-            }
+            answered.store(true, ordering: .relaxed)
+            let call = adoptOne(id)?.call ?? state.withLock { $0.calls.removeValue(forKey: id)?.call }
             call?.deliver(result)
             retireIfDrained()
         case .returned(let id):
+            if lane.load()?.markReturned(id) == true { return }
             state.withLock { $0.calls[id]?.returned = true }
         default:
             break
@@ -322,7 +336,7 @@ final class WorkerProcess: Sendable {
 
     /// Whether any request got its result from this worker: a worker that
     /// did, then crashed, was not in a crash loop.
-    var hasAnswered: Bool { state.withLock { $0.answered } }
+    var hasAnswered: Bool { answered.load(ordering: .relaxed) }
 
     /// Sends a request; false when the worker is gone or retiring. A call
     /// the host already gave up on is dropped (and counts as sent).
@@ -334,8 +348,7 @@ final class WorkerProcess: Sendable {
         writer.append { bytes in
             let id = state.withLock { state -> UInt64? in
                 guard !state.exited, !state.retiring else { return nil }
-                let id = state.nextID
-                state.nextID += 1
+                let id = nextID.add(1, ordering: .relaxed).oldValue
                 state.calls[id] = InFlight(handler: handler, request: request, call: call)
                 return id
             }
@@ -367,17 +380,20 @@ final class WorkerProcess: Sendable {
     /// Takes no new requests; the process stops once nothing is in flight.
     func retire() {
         state.withLock { $0.retiring = true }
+        closeLane()
         retireIfDrained()
     }
 
     private func retireIfDrained() {
-        let stop = state.withLock { $0.retiring && $0.calls.isEmpty && !$0.exited }
+        let laneDrained = lane.load()?.isEmpty ?? true
+        let stop = state.withLock { $0.retiring && $0.calls.isEmpty && !$0.exited } && laneDrained
         if stop { parent.signal(pid, SIGKILL) }
     }
 
     /// Asks the worker to run the plug-in's shutdown hook and exit.
     func shutdown() {
         state.withLock { $0.retiring = true }
+        closeLane()
         writer.append { WorkerFrame.shutdown.encode(into: &$0) }
     }
 
@@ -388,6 +404,168 @@ final class WorkerProcess: Sendable {
             parent.signal(pid, SIGKILL)
             ended.wait(until: { $0 }) { _ in }
         }
+    }
+}
+
+// MARK: The lane
+
+extension WorkerProcess {
+    /// Sends a request the input thread's lane filled in place, keeping it
+    /// in a slot (`WorkerSlots`); false, having sent nothing, when the lane
+    /// is closed or the slot is busy (then `send` takes it). `takeID`
+    /// gives its `request_id`, taken only once it goes.
+    func sendFast(handler: Int, request: NativeRequest, line: UnsafeBufferPointer<UInt8>,
+                  callbacks: (success: UnsafeBufferPointer<UInt8>?, error: UnsafeBufferPointer<UInt8>?,
+                              cancel: UnsafeBufferPointer<UInt8>?),
+                  sequence: UInt64, sink: OutputSink, owner: any WorkerLaneOwner, takeID: () -> UInt64) -> Bool {
+        let slots = lane.load() ?? makeLane(owner: owner)
+        var sent = false
+        var withdrawn = false
+        writer.append { bytes in
+            guard !laneClosed.load(ordering: .sequentiallyConsistent) else { return }
+            let id = nextID.load(ordering: .relaxed)
+            guard let slot = slots.freeSlot(for: id) else { return }
+            nextID.store(id + 1, ordering: .relaxed)
+            let requestID = takeID()
+            request.assign(id: requestID)
+            slot.pointee.id = id
+            slot.pointee.sequence = sequence
+            slot.pointee.requestID = requestID
+            slot.pointee.handler = handler
+            slot.pointee.sink = sink
+            slot.pointee.line.removeAll(keepingCapacity: true)
+            slot.pointee.line.append(contentsOf: line)
+            slot.pointee.callbacks.removeAll(keepingCapacity: true)
+            slot.pointee.successCount = Self.append(callbacks.success, to: &slot.pointee.callbacks)
+            slot.pointee.errorCount = Self.append(callbacks.error, to: &slot.pointee.callbacks)
+            slot.pointee.cancelCount = Self.append(callbacks.cancel, to: &slot.pointee.callbacks)
+            slots.publish(id, started: MonotonicClock.coarseNow)
+            // Against `closeLane`: either it sees this slot, or this sees the
+            // lane closed and takes the slot back before its frame is written.
+            atomicMemoryFence(ordering: .sequentiallyConsistent)
+            if laneClosed.load(ordering: .sequentiallyConsistent) {
+                // Unless the exit scan took it first: then it waits for the
+                // next worker like any request this one never began.
+                withdrawn = slots.unpublish(id)
+                sent = !withdrawn
+                return
+            }
+            WorkerFrame.encodeRequest(id: id, handler: UInt32(handler), request: request, urlCount: line.count, into: &bytes)
+            sent = true
+        }
+        // A retiring worker may have left its stop to this request.
+        if withdrawn { retireIfDrained() }
+        return sent
+    }
+
+    /// The lane sends nothing from now on. Then the requests still in it
+    /// are the ones its table shows (the exit scan, `retireIfDrained`).
+    private func closeLane() {
+        laneClosed.store(true, ordering: .sequentiallyConsistent)
+        atomicMemoryFence(ordering: .sequentiallyConsistent)
+    }
+
+    private static func append(_ callback: UnsafeBufferPointer<UInt8>?, to bytes: inout [UInt8]) -> Int {
+        guard let callback else { return -1 }
+        bytes.append(contentsOf: callback)
+        return callback.count
+    }
+
+    private func makeLane(owner: any WorkerLaneOwner) -> WorkerSlots {
+        let slots = lane.storeIfNil(WorkerSlots(owner: owner))
+        owner.watch(self)
+        return slots
+    }
+
+    /// The reply thread's first look at a frame: a success or cancel for a
+    /// request in the lane becomes its record here, from the frame's bytes.
+    private func takeInPlace(kind: UInt8, payload: UnsafeRawBufferPointer) -> FrameReader.Interception {
+        guard let slots = lane.load() else { return .decode }
+        if kind == WorkerFrame.returnedKind {
+            guard let id = WorkerFrame.peekReturned(payload), slots.markReturned(id) else { return .decode }
+            return .consumed
+        }
+        guard kind == WorkerFrame.resultKind,
+              let (id, answer) = WorkerFrame.peekAnswer(payload, into: &answerParameters.parameters)
+        else { return .decode }
+        let parameters = answerParameters.parameters
+        let written: Void? = slots.take(id) { request, _ in
+            let base = payload.baseAddress!.assumingMemoryBound(to: UInt8.self)
+            request.callbacks.withUnsafeBufferPointer { callbacks in
+                let callback = request.callback(for: answer, in: callbacks)
+                parameters.withUnsafeBufferPointer { parameters in
+                    request.sink!.emit(answered: answer) { output in
+                        if let callback {
+                            CallbackURL.append(prefix: callback, isURL: true, parameters: parameters, in: base, into: &output)
+                        } else {
+                            let word: StaticString = answer == .success ? "success" : "cancel"
+                            CallbackURL.append(prefix: UnsafeBufferPointer(start: word.utf8Start, count: word.utf8CodeUnitCount),
+                                               isURL: false, parameters: parameters, in: base, into: &output)
+                        }
+                        output.append(UInt8(ascii: "\n"))
+                    }
+                }
+            }
+        }
+        guard written != nil else { return .decode }
+        answered.store(true, ordering: .relaxed)
+        retireIfDrained()
+        return .consumed
+    }
+
+    /// Request `id` from the lane, now on the general path.
+    private func adoptOne(_ id: UInt64) -> AdoptedRequest? {
+        guard let slots = lane.load() else { return nil }
+        return slots.take(id) { request, _ in
+            slots.owner.adopt(&request, started: slots.started(id), plugin: ready.info.name)
+        }
+    }
+
+    /// Every request in the lane sent before `cutoff`, now on the general
+    /// path, with its id, handler and whether its handler returned.
+    fileprivate func adoptAll(startedBefore cutoff: UInt64)
+        -> [(id: UInt64, (handler: Int, returned: Bool, request: AdoptedRequest))] {
+        guard let slots = lane.load() else { return [] }
+        return slots.takeAll(startedBefore: cutoff) { request, returned in
+            (request.id, (request.handler, returned,
+                          slots.owner.adopt(&request, started: slots.started(request.id), plugin: ready.info.name)))
+        }
+    }
+
+    /// The deadline timer's side: requests in the lane past their deadline
+    /// join the general path, which answers them `Timeout` (and, for a
+    /// handler that never returned, reports the worker hung).
+    func expireSlots(startedBefore cutoff: UInt64) {
+        for (id, entry) in adoptAll(startedBefore: cutoff) {
+            let tracked = state.withLock { state -> Bool in
+                guard !state.exited else { return false }
+                state.calls[id] = InFlight(handler: entry.handler, request: entry.request.fields,
+                                           call: entry.request.call, returned: entry.returned)
+                return true
+            }
+            if tracked { entry.request.call.whenAbandoned { [self] in abandon(id) } }
+            entry.request.expire()
+        }
+    }
+}
+
+/// The reply thread's reusable list of an answer's parameters.
+private final class UncheckedParameters: @unchecked Sendable {
+    // @unchecked: only the worker's reply thread touches it.
+    var parameters: [ByteParameter] = []
+}
+
+extension WorkerSlots.Request {
+    /// The decoded callback for an answer of `kind`, if the line named one
+    /// that is not empty.
+    func callback(for kind: OutcomeKind, in bytes: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<UInt8>? {
+        let (start, count): (Int, Int)
+        switch kind {
+        case .success: (start, count) = (0, successCount)
+        case .error: (start, count) = (max(successCount, 0), errorCount)
+        case .cancel: (start, count) = (max(successCount, 0) + max(errorCount, 0), cancelCount)
+        }
+        return count > 0 ? UnsafeBufferPointer(rebasing: bytes[start..<start + count]) : nil
     }
 }
 

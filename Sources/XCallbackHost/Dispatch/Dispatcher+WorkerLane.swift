@@ -1,0 +1,81 @@
+import XCallbackURL
+
+// The fast lane to a worker: a line whose literal route leads to a plug-in
+// in a worker process goes out as a request frame written from the line's
+// bytes, and the host keeps it in a slot of the worker's table
+// (`WorkerSlots`) instead of a `PendingRequest`, a `HandlerCall` and a timer
+// entry. A success or cancel answer becomes its record straight from the
+// answer's bytes on the worker's reply thread (`WorkerProcess`). Anything
+// else (an error, a decline, a timeout, a worker that died) makes the
+// general path adopt the request, so both paths give the same outcomes.
+extension Dispatcher: WorkerLaneOwner {
+    /// Sends a line the fast lane parsed to its worker; false, having done
+    /// nothing anyone can see, when it needs `submit`.
+    func submitToWorker(_ target: RouteSnapshot.WorkerRoute, line: UnsafeBufferPointer<UInt8>, sequence: UInt64,
+                        sink: OutputSink, lane: FastLane, snapshot: RouteSnapshot) -> Bool {
+        // Records the lane writes from bytes; a chain (a callback to one of
+        // this host's schemes) is the general path's.
+        guard sink.format == .url, !sink.keepOrder, lane.hasDeliverableCallbacks(line) else { return false }
+        let callbacks = lane.decodedCallbacks
+        func routed(_ callback: UnsafeBufferPointer<UInt8>?) -> Bool { callback.map(snapshot.routesScheme(of:)) ?? false }
+        guard !routed(callbacks.success), !routed(callbacks.error), !routed(callbacks.cancel) else { return false }
+        guard lane.native.fill(line: line, parsed: lane.line, route: "", routeBytes: UnsafeBufferPointer(start: nil, count: 0)),
+              let worker = target.endpoint.currentWorker
+        else { return false }
+        return worker.sendFast(handler: target.handler, request: lane.native, line: line, callbacks: callbacks,
+                               sequence: sequence, sink: sink, owner: self, takeID: nextID)
+    }
+
+    /// Takes a request over from a worker's slot: from here on it is a
+    /// pending request like any other, whose first route was tried.
+    func adopt(_ request: inout WorkerSlots.Request, started: UInt64, plugin: String) -> AdoptedRequest {
+        let text = String(decoding: request.line, as: UTF8.self)
+        // The lane parsed the line, so RequestURL does too.
+        let url = request.line.withUnsafeBufferPointer { try? RequestURL(parsing: $0, limits: limits) } ?? RequestURL(scheme: "")
+        let pending = PendingRequest(
+            id: request.requestID, sequence: request.sequence, input: keepsInput ? text : "", url: url, urlText: text,
+            hop: 0, sink: request.sink!, deadline: started + timeout.nanoseconds, table: registry.table)
+        _ = pending.nextCandidate()
+        let call = handlerCall(for: pending, plugin: plugin)
+        pending.began(call, plugin: plugin)
+        timer.add(pending)
+        let fields = RequestFields(url: text, scheme: url.scheme, source: url.source, parameters: url.parameters.items,
+                                   arguments: [], id: request.requestID)
+        return AdoptedRequest(call: call, fields: fields, expire: { [self] in expire(pending) })
+    }
+
+    /// Watches `worker`'s slots for deadlines (`expireFastCalls`).
+    func watch(_ worker: WorkerProcess) {
+        workerLanes.withLock { workers in
+            workers.removeAll { $0.worker == nil }
+            workers.append(WeakWorker(worker: worker))
+        }
+    }
+
+    /// The timer's side of the workers' lanes: a request past its deadline
+    /// is adopted and answered `Timeout`.
+    func expireWorkerSlots(before cutoff: UInt64) {
+        let current = workerLanes.withLock { $0.compactMap(\.worker) }
+        for worker in current { worker.expireSlots(startedBefore: cutoff) }
+    }
+}
+
+/// What the worker's side needs of the dispatcher.
+protocol WorkerLaneOwner: AnyObject, Sendable {
+    func adopt(_ request: inout WorkerSlots.Request, started: UInt64, plugin: String) -> AdoptedRequest
+    func watch(_ worker: WorkerProcess)
+}
+
+/// A request from a worker's slot, now on the general path: the call its
+/// result is delivered through, the fields to send it again with (a worker
+/// that died before it began it), and how to answer it `Timeout`.
+struct AdoptedRequest: Sendable {
+    var call: HandlerCall
+    var fields: RequestFields
+    var expire: @Sendable () -> Void
+}
+
+/// A worker the dispatcher watches without keeping it alive.
+struct WeakWorker {
+    weak var worker: WorkerProcess?
+}
