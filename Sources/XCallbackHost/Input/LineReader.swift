@@ -86,7 +86,10 @@ final class LineReader {
         self.isRegularFile = type == S_IFREG
         self.isSocket = type == S_IFSOCK
         self.idleTimeout = type == S_IFSOCK ? idleTimeout?.nanoseconds : nil
-        self.storage = InputBuffer(capacity: maxLineBytes + 64 * 1024)
+        // One input stream (a file, a pipe, the FIFO) reads in large blocks,
+        // a read and a poll per thousands of lines; a connection, one of
+        // many, in small ones.
+        self.storage = InputBuffer(capacity: maxLineBytes + (type == S_IFSOCK ? 64 * 1024 : 1024 * 1024))
     }
 
     /// The next line, or nil at the end of input (or when asked to stop).

@@ -1,4 +1,5 @@
 import XCallbackURL
+import Synchronization
 
 /// Where the records of one input stream go: stdout, or one socket
 /// connection. Thread-safe; records arrive from any thread.
@@ -22,6 +23,10 @@ final class OutputSink: Sendable {
     let tally: OutcomeTally
     private let writer: any OutputWriter
     private let state = ConditionLock(State())
+    /// `State.emitted`, readable without the lock: the input thread checks
+    /// it for every line once a window of requests is in flight, and the
+    /// lock is the one every record takes.
+    private let emitted = Atomic<UInt64>(0)
 
     /// A sink writing to `descriptor` (stdout); `onClosed` runs when its
     /// reader is gone.
@@ -71,14 +76,15 @@ final class OutputSink: Sendable {
             } else {
                 deliver(record)
             }
-            return Self.count(&state)
+            return count(&state)
         }
         if wake { state.broadcast() }
     }
 
     /// Counts a record; true when a waiter waits for this many.
-    private static func count(_ state: inout State) -> Bool {
+    private func count(_ state: inout State) -> Bool {
         state.emitted += 1
+        emitted.store(state.emitted, ordering: .releasing)
         guard state.emitted >= state.wakeAt else { return false }
         state.wakeAt = .max
         return true
@@ -92,7 +98,7 @@ final class OutputSink: Sendable {
         let wake = state.withLock { state -> Bool in
             tally.count(answered: kind)
             writer.append(write)
-            return Self.count(&state)
+            return count(&state)
         }
         if wake { state.broadcast() }
     }
@@ -104,7 +110,7 @@ final class OutputSink: Sendable {
     func waitForRoom() { writer.waitForRoom() }
 
     /// Records emitted so far.
-    var emittedCount: UInt64 { state.withLock { $0.emitted } }
+    var emittedCount: UInt64 { emitted.load(ordering: .acquiring) }
 
     /// Waits until `count` records were emitted; false if `deadline` came first.
     func waitForEmitted(_ count: UInt64, deadline: UInt64?) -> Bool {

@@ -385,6 +385,9 @@ final class WorkerProcess: Sendable {
     }
 
     private func retireIfDrained() {
+        // Set by `retire` before it looks: most answers come to a worker
+        // that is not retiring, and need no lock to learn it.
+        guard laneClosed.load(ordering: .sequentiallyConsistent) else { return }
         let laneDrained = lane.load()?.isEmpty ?? true
         let stop = state.withLock { $0.retiring && $0.calls.isEmpty && !$0.exited } && laneDrained
         if stop { parent.signal(pid, SIGKILL) }

@@ -36,7 +36,9 @@ final class WorkerSlots: @unchecked Sendable {
         var cancelCount = 0
     }
 
-    static let capacity = 1024
+    /// As many as one input stream keeps in flight (`InputLoop.maxInFlight`):
+    /// past it, a request takes the general path.
+    static let capacity = Int(InputLoop.maxInFlight)
     private static let mask = UInt64(capacity - 1)
     static let returnedBit: UInt64 = 1 << 63
     static let taken: UInt64 = .max
