@@ -80,6 +80,12 @@ public final class Host: Sendable {
     /// Scans the plug-in directories and loads what is new. Throws when a
     /// directory named explicitly cannot be used.
     public func loadPlugins(requireDirectories: Bool) throws(HostSetupError) {
+        // The zygote starts (it execs and warms up, some 15 ms) while the
+        // folders are scanned, not once the first worker is wanted.
+        if configuration.isolation == .process {
+            let (spawner, executable) = (spawner, configuration.workerExecutable)
+            spawner.schedule(after: .zero) { _ = spawner.zygote(for: executable) }
+        }
         let scan = discovery.scan()
         if requireDirectories, let problem = scan.unreadableDirectories.first {
             throw HostSetupError("unusable plug-in directory: \(problem)")
@@ -187,7 +193,11 @@ public final class Host: Sendable {
         let (executable, security, sandboxing) = (configuration.workerExecutable, security, sandboxing)
         let jobs = paths.map { (path: $0, taken: registry.takenRoutes(excluding: $0)) }
         let launched = spawner.run { [spawner] () -> [Result<WorkerProcess.Launch, WorkerProcess.StartError>] in
-            jobs.map { job in
+            // The zygote forks the batch while each worker is prepared.
+            let zygote = spawner.zygote(for: executable)
+            zygote?.prefork(count: jobs.count)
+            defer { zygote?.dropPreforked() }
+            return jobs.map { job in
                 Result { () throws(WorkerProcess.StartError) in
                     try WorkerProcess.launch(executable: executable, pluginPath: job.path, security: security,
                                              sandboxing: sandboxing, taken: job.taken, zygote: spawner.zygote(for: executable))

@@ -62,6 +62,12 @@ public enum WorkerSandbox {
         let capabilities = plan.capabilities
         var layers: [String] = []
 
+        // The host named it and made the folder it is in; the worker makes
+        // it, before Landlock could refuse to (many workers start at once:
+        // their folders are made side by side, not one by one in the host).
+        guard mkdir(plan.scratch, 0o700) == 0 || errno == EEXIST else {
+            throw SandboxError("cannot make the scratch folder \(plan.scratch): \(String(cString: strerror(errno)))")
+        }
         setenv("TMPDIR", plan.scratch, 1)
 
         if capabilities.processes > 0 {

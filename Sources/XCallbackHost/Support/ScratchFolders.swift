@@ -16,7 +16,8 @@ final class ScratchFolders: Sendable {
     }
     private let state = Lock(State())
 
-    /// The folder for the plug-in file at `pluginPath`, made (mode 0700) if new.
+    /// The folder for the plug-in file at `pluginPath` (its worker makes it,
+    /// mode 0700).
     func folder(for pluginPath: String, named name: String) throws(PluginLoadError) -> String {
         try state.withLock { state -> Result<String, PluginLoadError> in
             if let folder = state.folders[pluginPath] { return .success(folder) }
@@ -30,11 +31,9 @@ final class ScratchFolders: Sendable {
                 }
             }
             state.root = root
-            // The plug-in's file name, made unique: two folders may hold files of the same name.
+            // The plug-in's file name, made unique: two folders may hold files
+            // of the same name. Its worker makes it (`WorkerSandbox.enter`).
             let folder = "\(root)/\(name.isEmpty ? "plugin" : name)-\(state.folders.count + 1)"
-            guard mkdir(folder, 0o700) == 0 || errno == EEXIST else {
-                return .failure(PluginLoadError(path: pluginPath, reason: .other("cannot make its scratch folder \(folder): \(String(cString: strerror(errno)))")))
-            }
             state.folders[pluginPath] = folder
             return .success(folder)
         }.get()

@@ -156,7 +156,7 @@ public enum WorkerZygote {
         var descriptors = [Int32](repeating: -1, count: 8)
         var count: Int32 = 0
         var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
         while true {
             // Descriptors come with the first bytes; later reads take none.
             var received: Int32 = 0

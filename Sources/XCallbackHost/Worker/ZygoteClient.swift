@@ -17,6 +17,8 @@ final class ZygoteClient: Sendable {
     private let pidfd: Int32
     private let control: Int32
     private let replies = ConditionLock(Replies())
+    /// Forks asked for ahead of need (`prefork`).
+    private let preforked = Lock<[PendingFork]>([])
 
     private struct Replies {
         var nextSerial: Int32 = 1
@@ -104,32 +106,15 @@ final class ZygoteClient: Sendable {
     /// killed, and a child forked late finds its setup socket closed.
     func fork(arguments: [String], environment: [String],
               placements: [ChildDescriptors.Placement]) -> Result<ForkedWorker, Errno> {
-        var ends: [Int32] = [0, 0]
-        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else {
-            return .failure(Errno(code: errno))
+        let asked = preforked.withLock { $0.isEmpty ? nil : $0.removeFirst() }
+        let pending: PendingFork
+        switch asked.map({ .success($0) }) ?? requestFork() {
+        case .success(let fork): pending = fork
+        case .failure(let error): return .failure(error)
         }
-        let (setup, child) = (ends[0], ends[1])
-        // Only the host's end: the child reads its end blocking.
-        _ = fcntl(setup, F_SETFL, fcntl(setup, F_GETFL) | O_NONBLOCK)
-        defer { close(setup) }
-        let deadline = MonotonicClock.now + Self.forkDeadline
-        let serial = replies.withLock { replies -> Int32 in
-            defer { replies.nextSerial &+= 1 }
-            replies.waiting.insert(replies.nextSerial)
-            return replies.nextSerial
-        }
-        let request: [UInt32] = [WorkerZygote.startRequest, UInt32(bitPattern: serial)]
-        var childEnd = [child]
-        let asked = request.withUnsafeBytes { bytes in
-            xcallback_send_with_descriptors(control, bytes.baseAddress, UInt(bytes.count), &childEnd, 1)
-        }
-        let askError = errno
-        close(child)
-        guard asked == 0 else {
-            replies.withLock { _ = $0.waiting.remove(serial) }
-            return .failure(Errno(code: askError))
-        }
-        let answer = replies.wait(until: { $0.started[serial] != nil || $0.gone || $0.retired }, deadline: deadline) { replies in
+        let serial = pending.serial
+        let answer = replies.wait(until: { $0.started[serial] != nil || $0.gone || $0.retired },
+                                  deadline: pending.deadline) { replies in
             replies.waiting.remove(serial)
             return replies.started.removeValue(forKey: serial)
         }
@@ -146,7 +131,8 @@ final class ZygoteClient: Sendable {
         message.words(placements.map { UInt32(bitPattern: $0.number) })
         message.strings(arguments)
         message.strings(environment)
-        guard Self.write(message.bytes, descriptors: placements.map(\.descriptor), on: setup, deadline: deadline) else {
+        let deadline = MonotonicClock.now + Self.forkDeadline
+        guard Self.write(message.bytes, descriptors: placements.map(\.descriptor), on: pending.setup, deadline: deadline) else {
             // It could not be told what to run: it ends at the end of its
             // input; nobody waits for it.
             _ = xcallback_pidfd_signal(worker.pidfd, SIGKILL, 0)
@@ -155,6 +141,67 @@ final class ZygoteClient: Sendable {
             return .failure(Errno(code: EPIPE))
         }
         return .success(worker)
+    }
+
+    /// Asks for `count` forks at once, for a batch of workers about to
+    /// start: the zygote makes them while the host prepares each worker
+    /// (its file checked, its sandbox planned), and `fork` takes them
+    /// first. Each child waits for its setup; `dropPreforked` ends those
+    /// the batch did not use.
+    func prefork(count: Int) {
+        for _ in 0..<count {
+            guard case .success(let pending) = requestFork() else { return }
+            preforked.withLock { $0.append(pending) }
+        }
+    }
+
+    /// Ends the forks `prefork` asked for and `fork` did not use: each child
+    /// finds its setup socket closed and exits; one already reported is
+    /// killed too.
+    func dropPreforked() {
+        let unused = preforked.withLock { pending in
+            defer { pending.removeAll() }
+            return pending
+        }
+        guard !unused.isEmpty else { return }
+        let reported = replies.withLock { replies -> [ForkedWorker] in
+            unused.compactMap { pending in
+                replies.waiting.remove(pending.serial)
+                replies.live.remove(pending.serial)
+                return try? replies.started.removeValue(forKey: pending.serial)?.get()
+            }
+        }
+        for worker in reported { _ = xcallback_pidfd_signal(worker.pidfd, SIGKILL, 0) }
+    }
+
+    /// Sends the zygote one start request, with the child's end of a fresh
+    /// setup socket.
+    private func requestFork() -> Result<PendingFork, Errno> {
+        var ends: [Int32] = [0, 0]
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else {
+            return .failure(Errno(code: errno))
+        }
+        let (setup, child) = (ends[0], ends[1])
+        // Only the host's end: the child reads its end blocking.
+        _ = fcntl(setup, F_SETFL, fcntl(setup, F_GETFL) | O_NONBLOCK)
+        let serial = replies.withLock { replies -> Int32 in
+            defer { replies.nextSerial &+= 1 }
+            replies.waiting.insert(replies.nextSerial)
+            return replies.nextSerial
+        }
+        let pending = PendingFork(setup: setup, serial: serial, deadline: MonotonicClock.now + Self.forkDeadline)
+        let request: [UInt32] = [WorkerZygote.startRequest, UInt32(bitPattern: serial)]
+        var childEnd = [child]
+        let asked = request.withUnsafeBytes { bytes in
+            xcallback_send_with_descriptors(control, bytes.baseAddress, UInt(bytes.count), &childEnd, 1)
+        }
+        let askError = errno
+        close(child)
+        guard asked == 0 else {
+            replies.withLock { _ = $0.waiting.remove(serial) }
+            return .failure(Errno(code: askError))
+        }
+        return .success(pending)
     }
 
     /// The zygote did not answer in time (stopped, frozen, starved): the
@@ -246,6 +293,23 @@ final class ZygoteClient: Sendable {
     }
 
     deinit { if pidfd >= 0 { close(pidfd) } }
+}
+
+/// A fork the zygote was asked for: the host's end of the child's setup
+/// socket (closing it ends a child that was never told what to run), its
+/// serial, and by when the zygote must have forked it.
+final class PendingFork: Sendable {
+    let setup: Int32
+    let serial: Int32
+    let deadline: UInt64
+
+    init(setup: Int32, serial: Int32, deadline: UInt64) {
+        self.setup = setup
+        self.serial = serial
+        self.deadline = deadline
+    }
+
+    deinit { close(setup) }
 }
 
 /// A worker the zygote forked, as the host holds it: its pidfd, which
