@@ -305,4 +305,7 @@ void xcallback_keep_freed_memory(void) {
        grows 4 MiB past what it needs at once. */
     mallopt(M_TRIM_THRESHOLD, 32 << 20);
     mallopt(M_TOP_PAD, 4 << 20);
+    /* Setting those turns off the adaptive mmap threshold: a 1 MiB input
+       buffer or a long line must not be an mmap and munmap each time. */
+    mallopt(M_MMAP_THRESHOLD, 4 << 20);
 }

@@ -468,9 +468,25 @@ public final class Host: Sendable {
                                 refusalWindow: configuration.gracePeriod, idleTimeout: configuration.idleTimeout)
         let loop = InputLoop(reader: reader, dispatcher: dispatcher, sink: sink, watchdog: watchdog)
         loop.start()
-        loop.waitUntilInputEnds()
+        // A stop ends the reading, once the thread that owns the input looks:
+        // one stuck writing to a worker that stopped reading never would. Past
+        // the grace period, what is in flight is answered `Timeout` and such
+        // workers are ended, which fails that write.
+        var workersEnded = false
+        while !loop.waitUntilInputEnds(deadline: MonotonicClock.now + 100_000_000) {
+            guard !workersEnded, let raisedAt = stopSignal.raisedAt,
+                  MonotonicClock.now >= raisedAt + configuration.gracePeriod.nanoseconds + Self.stuckInputMargin
+            else { continue }
+            workersEnded = true
+            dispatcher.expireAll()
+            for case let worker as WorkerEndpoint in registry.endpoints { worker.endIfStuck() }
+        }
         return loop
     }
+
+    /// How long after the grace period a stop waits for the input before
+    /// it ends the workers in its way.
+    static let stuckInputMargin: UInt64 = 1_000_000_000
 
     /// Waits for every record the loop owes; after a stop request, only for
     /// the grace period, then answers `Timeout` for what is left.
@@ -552,6 +568,7 @@ public final class Host: Sendable {
 final class StopSignal: Sendable {
     private let pipeEnds: (read: Int32, write: Int32)
     private let raised = Atomic<Bool>(false)
+    private let raisedTime = Atomic<UInt64>(0)
 
     init() {
         var ends: [Int32] = [0, 0]
@@ -563,8 +580,15 @@ final class StopSignal: Sendable {
     var descriptor: Int32 { pipeEnds.read }
     var isRaised: Bool { raised.load(ordering: .acquiring) }
 
+    /// When it was raised (monotonic ns), if it was.
+    var raisedAt: UInt64? {
+        let time = raisedTime.load(ordering: .acquiring)
+        return time == 0 ? nil : time
+    }
+
     func raise() {
         guard !raised.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        raisedTime.store(MonotonicClock.now, ordering: .releasing)
         var byte: UInt8 = 1
         _ = write(pipeEnds.write, &byte, 1)
     }

@@ -473,6 +473,11 @@ final class ChildProcess: @unchecked Sendable {
         state.wait(timeout: timeout) { String(decoding: state.stderrBytes, as: UTF8.self).contains(text) }
     }
 
+    /// Waits until stdout, as text, satisfies `predicate`; false on timeout.
+    func waitForStdout(timeout: Double = 10, until predicate: (String) -> Bool) -> Bool {
+        state.wait(timeout: timeout) { predicate(String(decoding: state.stdoutBytes, as: UTF8.self)) }
+    }
+
     /// Waits until stderr, as text, satisfies `predicate`; false on timeout.
     func waitForStderr(timeout: Double = 10, until predicate: (String) -> Bool) -> Bool {
         state.wait(timeout: timeout) { predicate(String(decoding: state.stderrBytes, as: UTF8.self)) }

@@ -210,6 +210,31 @@ struct IsolationTests {
         try session.finish()
     }
 
+    @Test("a worker that stops reading holds up the other plug-ins' requests for about a second, not until its deadline, and SIGTERM still ends the host",
+          .scaledTimeLimit(minutes: 1))
+    func wedgedWorker() throws {
+        let fixture = try HostFixture(["Faulty", "Calculator"], isolation: "process")
+        let host = try fixture.start(["--timeout", "60", "--grace-period", "1"], stdin: .pipe)
+        // 66 handlers that never return take every thread the worker has
+        // (64 stalled, and the reader), so it stops reading its socket; then
+        // enough to fill that socket, then the calculator's requests.
+        var lines = (0..<66).map { "faulty://x-callback-url/hang?n=\($0)" }
+        let pad = String(repeating: "p", count: 1000)
+        lines += (0..<200).map { "faulty://x-callback-url/cancel?n=\($0)&pad=\(pad)" }
+        lines += (1...3).map { "calc://x-callback-url/add?lhs=\($0)&rhs=1" }
+        let started = Date()
+        // From a thread of its own: the host may read no more for a while.
+        let input = lines.joined(separator: "\n") + "\n"
+        Thread.detachNewThread { _ = host.write(input) }
+        #expect(host.waitForStdout(timeout: TestTiming.scaled(20)) { output in
+            ["success?result=2", "success?result=3", "success?result=4"].allSatisfy(output.contains)
+        }, "stdout: \(host.stdout.suffix(300)); stderr: \(host.stderr)")
+        // Before its own deadline (60 s), with the faulty worker still stuck.
+        #expect(Date().timeIntervalSince(started) < 20)
+        host.send(signal: SIGTERM)
+        #expect(host.waitForExit(timeout: TestTiming.scaled(20)) == .exited(0), "stderr: \(host.stderr)")
+    }
+
     @Test("workers die with the host, even when it is killed with SIGKILL", .scaledTimeLimit(minutes: 1))
     func noOrphansAfterSIGKILL() throws {
         let session = try Session(["Faulty", "Calculator"])

@@ -45,14 +45,19 @@ final class HandoffLoop<Item>: StallWatchable, @unchecked Sendable {
         finished.wait(until: { $0 }) { _ in }
     }
 
+    /// Waits until the input ends or `deadline` passes; true if it ended.
+    func waitUntilInputEnds(deadline: UInt64) -> Bool {
+        finished.wait(until: { $0 }, deadline: deadline) { $0 }
+    }
+
     private func run() {
         BatchingThread.markCurrent()
         let clock = StallClock.Owner(loop: self)
         StallClock.setCurrent(clock)
         defer { StallClock.setCurrent(nil) }
         while let item = read() {
-            // Never 0, which means idle.
-            clock.stamp = MonotonicClock.coarseNow | 1
+            // Never 0, which means idle; never with the waiting bit.
+            clock.stamp = (MonotonicClock.coarseNow | 1) & ~StallClock.waitingBit
             busySince.store(clock.stamp, ordering: .releasing)
             process(item)
             let stillOwner = busySince.compareExchange(expected: clock.stamp, desired: 0,
@@ -72,20 +77,25 @@ final class HandoffLoop<Item>: StallWatchable, @unchecked Sendable {
 
     /// Stops the current item's stall clock (its thread is about to block
     /// on back-pressure); false if the input was already handed off.
-    func pause(_ stamp: UInt64) -> Bool {
-        busySince.compareExchange(expected: stamp, desired: 0, ordering: .acquiringAndReleasing).exchanged
+    /// Marks the current item as waiting for a reader (`waiting`): the
+    /// watchdog then allows it `StallClock.readerPatience` instead of its
+    /// threshold. False if the input was already handed off.
+    func pause(_ stamp: UInt64, waiting: UInt64) -> Bool {
+        busySince.compareExchange(expected: stamp, desired: waiting, ordering: .acquiringAndReleasing).exchanged
     }
 
-    /// Restarts it with `stamp` after `pause`.
-    func resume(_ stamp: UInt64) {
-        busySince.store(stamp, ordering: .releasing)
+    /// Back to processing with `stamp`; false if the watchdog handed the
+    /// input off meanwhile (the reader kept it waiting too long).
+    func resume(from waiting: UInt64, to stamp: UInt64) -> Bool {
+        busySince.compareExchange(expected: waiting, desired: stamp, ordering: .acquiringAndReleasing).exchanged
     }
 
     func handOffIfStalled(now: UInt64, threshold: UInt64) -> Bool {
         let since = busySince.load(ordering: .acquiring)
+        let limit = since & StallClock.waitingBit != 0 ? StallClock.readerPatience : threshold
         // `now` was read before this load: an item that began after it has
         // not been busy at all (and `&-` would wrap to a huge age).
-        guard since != 0, now > since, now - since > threshold,
+        guard since != 0, now > since, now - since > limit,
               busySince.compareExchange(expected: since, desired: 0, ordering: .acquiringAndReleasing).exchanged
         else { return false }
         Threads.detach { [self] in run() }
@@ -93,13 +103,21 @@ final class HandoffLoop<Item>: StallWatchable, @unchecked Sendable {
     }
 }
 
-/// Waiting for a slow reader is not a stall: a thread that owns a loop's
-/// input and blocks writing to a full pipe or socket (a worker, stdout)
-/// stops its item's stall clock, so the watchdog does not hand the input to
-/// another thread that would only queue behind the same reader. A reader
-/// that never drains is ended elsewhere: a worker whose requests pass their
-/// deadline is replaced and killed, which fails the write.
+/// Waiting for a slow reader is not a stall, up to a point: a thread that
+/// owns a loop's input and blocks writing to a full pipe or socket (a
+/// worker, stdout) gets `readerPatience` instead of the watchdog's 50 ms,
+/// so ordinary back-pressure does not hand the input to another thread that
+/// would only queue behind the same reader (and take the slow path). A
+/// reader that stops reading altogether (a wedged worker) still has the
+/// input handed on after that, so the other plug-ins' requests, and a
+/// stop, are not held up behind it.
 enum StallClock {
+    /// How long a write may wait for its reader before the input moves on.
+    static let readerPatience: UInt64 = 1_000_000_000
+    /// Set in an item's stamp while its thread waits for a reader (stamps
+    /// are odd, and this bit is not the time's).
+    static let waitingBit: UInt64 = 2
+
     /// This thread's loop and the stamp of its current item.
     final class Owner {
         unowned let loop: StallPausable
@@ -125,10 +143,15 @@ enum StallClock {
     static func whileWaitingForReader<R>(_ body: () -> R) -> R {
         guard let raw = pthread_getspecific(key) else { return body() }
         let owner = Unmanaged<Owner>.fromOpaque(raw).takeUnretainedValue()
-        guard owner.stamp != 0, owner.loop.pause(owner.stamp) else { return body() }
+        let waiting = MonotonicClock.coarseNow | 1 | waitingBit
+        guard owner.stamp != 0, owner.stamp & waitingBit == 0, owner.loop.pause(owner.stamp, waiting: waiting) else {
+            return body()
+        }
         defer {
-            owner.stamp = MonotonicClock.coarseNow | 1
-            owner.loop.resume(owner.stamp)
+            let stamp = (MonotonicClock.coarseNow | 1) & ~waitingBit
+            // Handed off meanwhile: the stamp stays the waiting one, which
+            // the loop then finds gone and leaves.
+            owner.stamp = owner.loop.resume(from: waiting, to: stamp) ? stamp : waiting
         }
         return body()
     }
@@ -136,8 +159,8 @@ enum StallClock {
 
 /// A loop whose stall clock a blocked thread can stop.
 protocol StallPausable: AnyObject {
-    func pause(_ stamp: UInt64) -> Bool
-    func resume(_ stamp: UInt64)
+    func pause(_ stamp: UInt64, waiting: UInt64) -> Bool
+    func resume(from waiting: UInt64, to stamp: UInt64) -> Bool
 }
 
 extension HandoffLoop: StallPausable {}

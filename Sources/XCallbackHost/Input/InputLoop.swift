@@ -70,6 +70,9 @@ final class InputLoop: Sendable {
     var leftInputUnread: Bool { reader.reader.leftInputUnread }
     func waitUntilInputEnds() { loop.waitUntilInputEnds() }
 
+    /// As `waitUntilInputEnds`, until `deadline` at most; false if it did not.
+    func waitUntilInputEnds(deadline: UInt64) -> Bool { loop.waitUntilInputEnds(deadline: deadline) }
+
     /// Counted lines so far: the records the sink owes.
     var lineCount: UInt64 { dispatched.value.load(ordering: .acquiring) }
 }

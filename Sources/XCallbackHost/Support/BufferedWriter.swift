@@ -1,3 +1,5 @@
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -16,6 +18,9 @@ final class BufferedWriter: Flushable, @unchecked Sendable {
     let descriptor: Int32
     private let state = ConditionLock(State())
     private let onClosed: @Sendable () -> Void
+    /// When the write under way began (monotonic ns; 0: none): a reader
+    /// that stopped reading shows as a write that never ends.
+    private let writingSince = Atomic<UInt64>(0)
 
     /// Buffered bytes past which a batch is written even mid-burst.
     static let threshold = 64 * 1024
@@ -35,24 +40,32 @@ final class BufferedWriter: Flushable, @unchecked Sendable {
             guard !state.closed else { return }
             fill(&state.buffer)
             if !deferred || state.buffer.count >= Self.threshold {
-                closedNow = Self.write(descriptor, &state)
+                closedNow = write(descriptor, &state)
             }
         }
         if closedNow { onClosed() }
         if deferred { _ = BatchingThread.deferFlush(self) }
     }
 
+    /// Whether a write has waited for its reader longer than `limit` ns.
+    func isStuck(longerThan limit: UInt64) -> Bool {
+        let since = writingSince.load(ordering: .relaxed)
+        return since != 0 && MonotonicClock.now &- since > limit
+    }
+
     func flush() {
         var closedNow = false
-        state.withLock { closedNow = Self.write(descriptor, &$0) }
+        state.withLock { closedNow = write(descriptor, &$0) }
         if closedNow { onClosed() }
     }
 
     /// Writes the buffer; true when this write found the reader gone.
-    private static func write(_ descriptor: Int32, _ state: inout State) -> Bool {
+    private func write(_ descriptor: Int32, _ state: inout State) -> Bool {
         guard !state.buffer.isEmpty, !state.closed else { return false }
-        let failed = state.buffer.withUnsafeBytes { writeAll(descriptor, $0) }
-        state.buffer.removeAll(keepingCapacity: state.buffer.capacity <= 4 * threshold)
+        writingSince.store(MonotonicClock.now, ordering: .relaxed)
+        defer { writingSince.store(0, ordering: .relaxed) }
+        let failed = state.buffer.withUnsafeBytes { Self.writeAll(descriptor, $0) }
+        state.buffer.removeAll(keepingCapacity: state.buffer.capacity <= 4 * Self.threshold)
         if failed { state.closed = true }
         return failed
     }

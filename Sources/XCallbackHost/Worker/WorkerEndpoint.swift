@@ -74,13 +74,30 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
     }
 
     func invoke(handler index: Int, request: RequestFields, call: HandlerCall) {
-        let refusal = state.withLock { state -> String? in
-            if let reason = state.disabledReason { return reason }
-            if let worker = state.current, worker.send(handler: index, request: request, call: call) { return nil }
-            state.waiting.append((index, request, call))
-            return nil
+        // Sent outside the lock: a send can wait for a worker that reads
+        // slowly (or not at all), and the lock must stay free meanwhile (a
+        // stop looks for stuck workers under it).
+        var refused: WorkerProcess?
+        while true {
+            enum Step { case refuse(String), send(WorkerProcess), queued }
+            let step = state.withLock { state -> Step in
+                if let reason = state.disabledReason { return .refuse(reason) }
+                if let worker = state.current, worker !== refused { return .send(worker) }
+                // None ready, or the one there is going: the next one takes it.
+                state.waiting.append((index, request, call))
+                return .queued
+            }
+            switch step {
+            case .refuse(let reason):
+                call.deliver(.outcome(HostError.unavailable(reason)))
+                return
+            case .queued:
+                return
+            case .send(let worker):
+                if worker.send(handler: index, request: request, call: call) { return }
+                refused = worker
+            }
         }
-        if let refusal { call.deliver(.outcome(HostError.unavailable(refusal))) }
     }
 
     /// The worker new requests go to now, if one is ready (the lane sends
@@ -131,6 +148,17 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
             return state.current
         }
         worker?.shutdown()
+    }
+
+    /// The host is stopping and its input is stuck: a worker that stopped
+    /// reading its socket is killed, which fails the write the input waits
+    /// in; nothing restarts.
+    func endIfStuck() {
+        let worker = state.withLock { state -> WorkerProcess? in
+            state.stopped = true
+            return state.current
+        }
+        worker?.killIfStuck()
     }
 
     /// Waits until the current worker has exited, or kills it at `deadline`.

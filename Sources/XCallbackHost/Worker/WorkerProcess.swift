@@ -393,11 +393,21 @@ final class WorkerProcess: Sendable {
         if stop { parent.signal(pid, SIGKILL) }
     }
 
-    /// Asks the worker to run the plug-in's shutdown hook and exit.
+    /// Asks the worker to run the plug-in's shutdown hook and exit. Never
+    /// blocks: a thread stuck writing to a worker that stopped reading holds
+    /// the writer, and `waitForExit` must still get to kill that worker.
     func shutdown() {
         state.withLock { $0.retiring = true }
         closeLane()
-        writer.append { WorkerFrame.shutdown.encode(into: &$0) }
+        Threads.detach { [writer] in writer.append { WorkerFrame.shutdown.encode(into: &$0) } }
+    }
+
+    /// Kills the worker if writing to it has been stuck for a second: it
+    /// stopped reading its socket (the host is stopping, and waits for that
+    /// write).
+    func killIfStuck() {
+        guard writer.isStuck(longerThan: 1_000_000_000), !state.withLock({ $0.exited }) else { return }
+        parent.signal(pid, SIGKILL)
     }
 
     /// Waits for the process to end; kills it if `deadline` comes first.
@@ -475,8 +485,9 @@ extension WorkerProcess {
     }
 
     private func makeLane(owner: any WorkerLaneOwner) -> WorkerSlots {
-        let slots = lane.storeIfNil(WorkerSlots(owner: owner))
-        owner.watch(self)
+        let made = WorkerSlots(owner: owner)
+        let slots = lane.storeIfNil(made)
+        if slots === made { owner.watch(self) }
         return slots
     }
 
@@ -539,15 +550,21 @@ extension WorkerProcess {
     /// join the general path, which answers them `Timeout` (and, for a
     /// handler that never returned, reports the worker hung).
     func expireSlots(startedBefore cutoff: UInt64) {
-        for (id, entry) in adoptAll(startedBefore: cutoff) {
-            let tracked = state.withLock { state -> Bool in
-                guard !state.exited else { return false }
+        guard let slots = lane.load(), !slots.isEmpty else { return }
+        // Taken and tracked under the state lock, in one step: a `returned`
+        // frame the reply thread reads meanwhile waits for the entry, and a
+        // retiring worker is not taken for drained between the two.
+        let expired = state.withLock { state -> [(id: UInt64, request: AdoptedRequest, tracked: Bool)] in
+            adoptAll(startedBefore: cutoff).map { id, entry in
+                guard !state.exited else { return (id, entry.request, false) }
                 state.calls[id] = InFlight(handler: entry.handler, request: entry.request.fields,
                                            call: entry.request.call, returned: entry.returned)
-                return true
+                return (id, entry.request, true)
             }
-            if tracked { entry.request.call.whenAbandoned { [self] in abandon(id) } }
-            entry.request.expire()
+        }
+        for (id, request, tracked) in expired {
+            if tracked { request.call.whenAbandoned { [self] in abandon(id) } }
+            request.expire()
         }
     }
 }

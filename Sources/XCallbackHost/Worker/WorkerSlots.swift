@@ -41,6 +41,8 @@ final class WorkerSlots: @unchecked Sendable {
     static let capacity = Int(InputLoop.maxInFlight)
     private static let mask = UInt64(capacity - 1)
     static let returnedBit: UInt64 = 1 << 63
+    /// Room a slot keeps for the next line.
+    private static let keptBytes = 4096
     static let taken: UInt64 = .max
 
     /// Who takes a request over for the general path.
@@ -125,6 +127,9 @@ final class WorkerSlots: @unchecked Sendable {
             if exchanged {
                 let result = body(&requests[index], current & Self.returnedBit != 0)
                 requests[index].sink = nil
+                // A long line's room is not kept for the worker's life.
+                if requests[index].line.capacity > Self.keptBytes { requests[index].line = [] }
+                if requests[index].callbacks.capacity > Self.keptBytes { requests[index].callbacks = [] }
                 states[index].store(0, ordering: .releasing)
                 outstanding.subtract(1, ordering: .releasing)
                 return result
