@@ -112,7 +112,8 @@ final class HandoffLoop<Item>: StallWatchable, @unchecked Sendable {
 /// input handed on after that, so the other plug-ins' requests, and a
 /// stop, are not held up behind it.
 enum StallClock {
-    /// How long a write may wait for its reader before the input moves on.
+    /// How long a write to a worker may wait for it before the input moves
+    /// on (`readerPatience` applies whatever the writer asked for).
     static let readerPatience: UInt64 = 1_000_000_000
     /// Set in an item's stamp while its thread waits for a reader (stamps
     /// are odd, and this bit is not the time's).
@@ -139,11 +140,13 @@ enum StallClock {
     }
 
     /// Runs `body`, which may block on back-pressure, with this thread's
-    /// stall clock stopped.
-    static func whileWaitingForReader<R>(_ body: () -> R) -> R {
+    /// stall clock stopped for up to `patience` ns (nil: for as long as the
+    /// reader takes, for the output a user reads at their own pace).
+    static func whileWaitingForReader<R>(patience: UInt64?, _ body: () -> R) -> R {
         guard let raw = pthread_getspecific(key) else { return body() }
         let owner = Unmanaged<Owner>.fromOpaque(raw).takeUnretainedValue()
-        let waiting = MonotonicClock.coarseNow | 1 | waitingBit
+        // 0 is "idle", which the watchdog never hands off.
+        let waiting = patience == nil ? 0 : MonotonicClock.coarseNow | 1 | waitingBit
         guard owner.stamp != 0, owner.stamp & waitingBit == 0, owner.loop.pause(owner.stamp, waiting: waiting) else {
             return body()
         }

@@ -33,7 +33,7 @@ final class OutputSink: Sendable {
     convenience init(descriptor: Int32, format: OutputFormat, keepOrder: Bool,
                      opener: CallbackOpener?, tally: OutcomeTally = OutcomeTally(),
                      onClosed: @escaping @Sendable () -> Void) {
-        self.init(writer: BufferedWriter(descriptor: descriptor, onClosed: onClosed), format: format,
+        self.init(writer: BufferedWriter(descriptor: descriptor, patience: nil, onClosed: onClosed), format: format,
                   keepOrder: keepOrder, opener: opener, tally: tally)
     }
 

@@ -25,9 +25,16 @@ final class BufferedWriter: Flushable, @unchecked Sendable {
     /// Buffered bytes past which a batch is written even mid-burst.
     static let threshold = 64 * 1024
 
+    /// How long a write may wait for the reader before the input loop's
+    /// watchdog moves on (`StallClock`); nil: as long as the reader takes.
+    private let patience: UInt64?
+
     /// `onClosed` runs once, when a write finds the reader gone (EPIPE…).
-    init(descriptor: Int32, onClosed: @escaping @Sendable () -> Void = {}) {
+    /// `patience` is for a reader that may stop reading altogether (a
+    /// worker); stdout, read at a person's pace, waits with none.
+    init(descriptor: Int32, patience: UInt64? = StallClock.readerPatience, onClosed: @escaping @Sendable () -> Void = {}) {
         self.descriptor = descriptor
+        self.patience = patience
         self.onClosed = onClosed
     }
 
@@ -64,7 +71,7 @@ final class BufferedWriter: Flushable, @unchecked Sendable {
         guard !state.buffer.isEmpty, !state.closed else { return false }
         writingSince.store(MonotonicClock.now, ordering: .relaxed)
         defer { writingSince.store(0, ordering: .relaxed) }
-        let failed = state.buffer.withUnsafeBytes { Self.writeAll(descriptor, $0) }
+        let failed = state.buffer.withUnsafeBytes { Self.writeAll(descriptor, $0, patience: patience) }
         state.buffer.removeAll(keepingCapacity: state.buffer.capacity <= 4 * Self.threshold)
         if failed { state.closed = true }
         return failed
@@ -72,8 +79,9 @@ final class BufferedWriter: Flushable, @unchecked Sendable {
 
     /// Writes all of `bytes`, retrying on EINTR; true when the reader is gone
     /// (or the write failed otherwise).
-    static func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
-        StallClock.whileWaitingForReader { writeAllNow(descriptor, bytes) }
+    static func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer,
+                         patience: UInt64? = StallClock.readerPatience) -> Bool {
+        StallClock.whileWaitingForReader(patience: patience) { writeAllNow(descriptor, bytes) }
     }
 
     private static func writeAllNow(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
