@@ -61,13 +61,21 @@ final class ReplyCapture: @unchecked Sendable {
     /// the parameters) to `output`; `callback` is the decoded callback URL.
     func appendRecord(callback: UnsafeBufferPointer<UInt8>?, to output: inout [UInt8]) {
         parameters.withUnsafeBufferPointer { parameters in
-            if let callback {
-                CallbackURL.append(prefix: callback, isURL: true, parameters: parameters, in: bytes, into: &output)
-            } else {
-                let word: StaticString = kind == .success ? "success" : "cancel"
-                CallbackURL.append(prefix: UnsafeBufferPointer(start: word.utf8Start, count: word.utf8CodeUnitCount),
-                                   isURL: false, parameters: parameters, in: bytes, into: &output)
-            }
+            Self.appendRecord(kind, callback: callback, parameters: parameters, in: UnsafePointer(bytes), to: &output)
+        }
+    }
+
+    /// The record of a success or cancel answer whose parameters are ranges
+    /// of `bytes` (this capture's, or a worker's answer frame read in place).
+    static func appendRecord(_ kind: OutcomeKind, callback: UnsafeBufferPointer<UInt8>?,
+                             parameters: UnsafeBufferPointer<ByteParameter>, in bytes: UnsafePointer<UInt8>,
+                             to output: inout [UInt8]) {
+        if let callback {
+            CallbackURL.append(prefix: callback, isURL: true, parameters: parameters, in: bytes, into: &output)
+        } else {
+            let word: StaticString = kind == .success ? "success" : "cancel"
+            CallbackURL.append(prefix: UnsafeBufferPointer(start: word.utf8Start, count: word.utf8CodeUnitCount),
+                               isURL: false, parameters: parameters, in: bytes, into: &output)
         }
         output.append(UInt8(ascii: "\n"))
     }

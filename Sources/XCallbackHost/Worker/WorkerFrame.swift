@@ -53,62 +53,76 @@ enum WorkerFrame: Equatable, Sendable {
     // MARK: encoding
 
     func encode(into output: inout [UInt8]) {
+        Self.appendFrame(kind, into: &output) { writer in
+            switch self {
+            case .hello(let version, let taken):
+                writer.u32(version)
+                writer.pairs(taken)
+            case .ready(let version, let info, let routes):
+                writer.u32(version)
+                writer.string(info.name)
+                writer.string(info.version)
+                writer.string(info.summary)
+                writer.u16(info.abiMajor)
+                writer.u16(info.abiMinor)
+                writer.u32(UInt32(routes.count))
+                routes.forEach { writer.string($0) }
+            case .loadFailed(let message):
+                writer.string(message)
+            case .request(let id, let handler, let fields):
+                writer.u64(id)
+                writer.u32(handler)
+                writer.string(fields.url)
+                writer.string(fields.scheme)
+                writer.u8(fields.source == nil ? 0 : 1)
+                writer.string(fields.source ?? "")
+                writer.pairs(fields.parameters)
+                writer.pairs(fields.arguments)
+                writer.u64(fields.id)
+                writer.u32(fields.attempt)
+            case .result(let id, let result):
+                writer.u64(id)
+                switch result {
+                case .declined:
+                    writer.u8(3)
+                    writer.pairs([])
+                case .outcome(let outcome):
+                    switch outcome.kind {
+                    case .success: writer.u8(0)
+                    case .error: writer.u8(1)
+                    case .cancel: writer.u8(2)
+                    }
+                    writer.pairs(outcome.parameters)
+                }
+            case .returned(let id):
+                writer.u64(id)
+            case .shutdown:
+                break
+        }
+        }
+    }
+
+    private var kind: Kind {
+        switch self {
+        case .hello: .hello
+        case .ready: .ready
+        case .loadFailed: .loadFailed
+        case .request: .request
+        case .result: .result
+        case .returned: .returned
+        case .shutdown: .shutdown
+        }
+    }
+
+    /// Appends one frame: its payload's length, `kind`, and the payload
+    /// `fill` writes.
+    private static func appendFrame(_ kind: Kind, into output: inout [UInt8], _ fill: (inout WireWriter) -> Void) {
         let start = output.count
         var writer = WireWriter(output: [])
         swap(&writer.output, &output)
         defer { swap(&writer.output, &output) }
-        writer.output.append(contentsOf: [0, 0, 0, 0, 0])
-        switch self {
-        case .hello(let version, let taken):
-            writer.output[start + 4] = Kind.hello.rawValue
-            writer.u32(version)
-            writer.pairs(taken)
-        case .ready(let version, let info, let routes):
-            writer.output[start + 4] = Kind.ready.rawValue
-            writer.u32(version)
-            writer.string(info.name)
-            writer.string(info.version)
-            writer.string(info.summary)
-            writer.u16(info.abiMajor)
-            writer.u16(info.abiMinor)
-            writer.u32(UInt32(routes.count))
-            routes.forEach { writer.string($0) }
-        case .loadFailed(let message):
-            writer.output[start + 4] = Kind.loadFailed.rawValue
-            writer.string(message)
-        case .request(let id, let handler, let fields):
-            writer.output[start + 4] = Kind.request.rawValue
-            writer.u64(id)
-            writer.u32(handler)
-            writer.string(fields.url)
-            writer.string(fields.scheme)
-            writer.u8(fields.source == nil ? 0 : 1)
-            writer.string(fields.source ?? "")
-            writer.pairs(fields.parameters)
-            writer.pairs(fields.arguments)
-            writer.u64(fields.id)
-            writer.u32(fields.attempt)
-        case .result(let id, let result):
-            writer.output[start + 4] = Kind.result.rawValue
-            writer.u64(id)
-            switch result {
-            case .declined:
-                writer.u8(3)
-                writer.pairs([])
-            case .outcome(let outcome):
-                switch outcome.kind {
-                case .success: writer.u8(0)
-                case .error: writer.u8(1)
-                case .cancel: writer.u8(2)
-                }
-                writer.pairs(outcome.parameters)
-            }
-        case .returned(let id):
-            writer.output[start + 4] = Kind.returned.rawValue
-            writer.u64(id)
-        case .shutdown:
-            writer.output[start + 4] = Kind.shutdown.rawValue
-        }
+        writer.output.append(contentsOf: [0, 0, 0, 0, kind.rawValue])
+        fill(&writer)
         let length = UInt32(writer.output.count - start - 5)
         for index in 0..<4 {
             writer.output[start + index] = UInt8(truncatingIfNeeded: length >> UInt32(8 * index))
@@ -118,25 +132,18 @@ enum WorkerFrame: Equatable, Sendable {
     /// Appends a `result` frame for an answer kept in `capture` (a worker's
     /// lane): the bytes `.result(id:result:)` would encode, without Strings.
     static func encodeResult(id: UInt64, capture: ReplyCapture, into output: inout [UInt8]) {
-        let start = output.count
-        var writer = WireWriter(output: [])
-        swap(&writer.output, &output)
-        defer { swap(&writer.output, &output) }
-        writer.output.append(contentsOf: [0, 0, 0, 0, Kind.result.rawValue])
-        writer.u64(id)
-        writer.u8(capture.kind == .success ? 0 : 2)
-        capture.withParameters { parameters, bytes in
-            writer.u32(UInt32(parameters.count))
-            for parameter in parameters {
-                writer.u32(UInt32(parameter.nameCount))
-                writer.output.append(contentsOf: UnsafeBufferPointer(start: bytes + parameter.nameStart, count: parameter.nameCount))
-                writer.u32(UInt32(parameter.valueCount))
-                writer.output.append(contentsOf: UnsafeBufferPointer(start: bytes + parameter.valueStart, count: parameter.valueCount))
-            }
+        appendFrame(.result, into: &output) { writer in
+            writer.u64(id)
+            writer.u8(capture.kind == .success ? 0 : 2)
+            capture.withParameters { parameters, bytes in
+                writer.u32(UInt32(parameters.count))
+                for parameter in parameters {
+                    writer.u32(UInt32(parameter.nameCount))
+                    writer.output.append(contentsOf: UnsafeBufferPointer(start: bytes + parameter.nameStart, count: parameter.nameCount))
+                    writer.u32(UInt32(parameter.valueCount))
+                    writer.output.append(contentsOf: UnsafeBufferPointer(start: bytes + parameter.valueStart, count: parameter.valueCount))
+                }
         }
-        let length = UInt32(writer.output.count - start - 5)
-        for index in 0..<4 {
-            writer.output[start + index] = UInt8(truncatingIfNeeded: length >> UInt32(8 * index))
         }
     }
 
@@ -146,21 +153,17 @@ enum WorkerFrame: Equatable, Sendable {
     /// there are no arguments.
     static func encodeRequest(id: UInt64, handler: UInt32, request: NativeRequest, urlCount: Int,
                               into output: inout [UInt8]) {
-        let start = output.count
-        var writer = WireWriter(output: [])
-        swap(&writer.output, &output)
-        defer { swap(&writer.output, &output) }
-        writer.output.append(contentsOf: [0, 0, 0, 0, Kind.request.rawValue])
-        writer.u64(id)
-        writer.u32(handler)
-        writer.bytes(request.url, count: urlCount)
-        writer.bytes(request.scheme, count: strlen(request.scheme))
-        if let source = request.source {
-            writer.u8(1)
-            writer.bytes(source, count: strlen(source))
-        } else {
-            writer.u8(0)
-            writer.u32(0)
+        appendFrame(.request, into: &output) { writer in
+            writer.u64(id)
+            writer.u32(handler)
+            writer.bytes(request.url, count: urlCount)
+            writer.bytes(request.scheme, count: strlen(request.scheme))
+            if let source = request.source {
+                writer.u8(1)
+                writer.bytes(source, count: strlen(source))
+            } else {
+                writer.u8(0)
+                writer.u32(0)
         }
         writer.u32(UInt32(request.parameterCount))
         for index in 0..<request.parameterCount {
@@ -171,9 +174,6 @@ enum WorkerFrame: Equatable, Sendable {
         writer.u32(0)
         writer.u64(request.id)
         writer.u32(request.attempt)
-        let length = UInt32(writer.output.count - start - 5)
-        for index in 0..<4 {
-            writer.output[start + index] = UInt8(truncatingIfNeeded: length >> UInt32(8 * index))
         }
     }
 

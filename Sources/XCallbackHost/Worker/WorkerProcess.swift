@@ -509,14 +509,7 @@ extension WorkerProcess {
                 let callback = request.callback(for: answer, in: callbacks)
                 parameters.withUnsafeBufferPointer { parameters in
                     request.sink!.emit(answered: answer) { output in
-                        if let callback {
-                            CallbackURL.append(prefix: callback, isURL: true, parameters: parameters, in: base, into: &output)
-                        } else {
-                            let word: StaticString = answer == .success ? "success" : "cancel"
-                            CallbackURL.append(prefix: UnsafeBufferPointer(start: word.utf8Start, count: word.utf8CodeUnitCount),
-                                               isURL: false, parameters: parameters, in: base, into: &output)
-                        }
-                        output.append(UInt8(ascii: "\n"))
+                        ReplyCapture.appendRecord(answer, callback: callback, parameters: parameters, in: base, to: &output)
                     }
                 }
             }
