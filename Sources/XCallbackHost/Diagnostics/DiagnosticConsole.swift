@@ -53,8 +53,8 @@ public final class DiagnosticConsole: Sendable {
     }
 }
 
-/// Writes all of `text`; on error (stderr gone or full) the rest is
-/// dropped: diagnostics are never fatal.
+/// Writes all of `text`, waiting for room if stderr was made non-blocking;
+/// on error (stderr gone) the rest is dropped: diagnostics are never fatal.
 private func writeFully(_ descriptor: Int32, _ text: String) {
     var text = text
     text.withUTF8 { bytes in
@@ -63,6 +63,10 @@ private func writeFully(_ descriptor: Int32, _ text: String) {
             let written = write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
             if written < 0 {
                 if errno == EINTR { continue }
+                if errno == EAGAIN || errno == EWOULDBLOCK {
+                    BufferedWriter.waitUntilWritable(descriptor)
+                    continue
+                }
                 return
             }
             offset += written

@@ -90,11 +90,24 @@ final class BufferedWriter: Flushable, @unchecked Sendable {
             let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
             if written < 0 {
                 if errno == EINTR { continue }
+                if errno == EAGAIN || errno == EWOULDBLOCK {
+                    waitUntilWritable(descriptor)
+                    continue
+                }
                 return true
             }
             offset += written
         }
         return false
+    }
+
+    /// Waits for room to write. EAGAIN means somebody made the description
+    /// non-blocking (any process sharing it can: a terminal, a pipe handed
+    /// to several programs), not that the reader left: that is EPIPE, which
+    /// the write after this reports (poll returns POLLERR then).
+    static func waitUntilWritable(_ descriptor: Int32) {
+        var event = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
+        while poll(&event, 1, -1) < 0 && errno == EINTR {}
     }
 }
 
