@@ -216,7 +216,9 @@ int xcallback_zygote_fork(int setup, int number) {
     if (pid != 0) return pid;
     /* The child: nothing of the zygote's but `setup`. */
     if (xcallback_place_descriptors(&setup, &number, 1) != 0) _exit(127);
-    setpgid(0, 0);
+    /* A session of its own, so no controlling terminal (and a group of
+     * its own, which the host and the zygote signal). */
+    if (setsid() < 0) _exit(127);
     struct sigaction action;
     memset(&action, 0, sizeof action);
     action.sa_handler = SIG_DFL;

@@ -27,7 +27,7 @@ public final class Host: Sendable {
     let tally = OutcomeTally()
     /// One reconcile at a time (watcher and SIGHUP may race).
     private let rescanLock = Lock(())
-    let spawner = WorkerSpawner()
+    let spawner: WorkerSpawner
     let discovery: PluginDiscovery
     /// The sandbox every worker enters, and the plug-ins' scratch folders.
     let sandboxing: WorkerSandboxing
@@ -40,6 +40,7 @@ public final class Host: Sendable {
     public init(configuration: HostConfiguration, logger: Logger) {
         self.configuration = configuration
         self.logger = logger
+        self.spawner = WorkerSpawner(output: WorkerOutputRelay(logger: logger))
         self.dispatcher = Dispatcher(
             registry: registry, limits: configuration.limits, timeout: configuration.timeout,
             keepsInput: configuration.output == .jsonl, logger: logger)
@@ -200,7 +201,8 @@ public final class Host: Sendable {
             return jobs.map { job in
                 Result { () throws(WorkerProcess.StartError) in
                     try WorkerProcess.launch(executable: executable, pluginPath: job.path, security: security,
-                                             sandboxing: sandboxing, taken: job.taken, zygote: spawner.zygote(for: executable))
+                                             sandboxing: sandboxing, taken: job.taken, zygote: spawner.zygote(for: executable),
+                                             output: spawner.output)
                 }
             }
         }
@@ -249,7 +251,8 @@ public final class Host: Sendable {
             return spawner.run { () -> Result<WorkerProcess, WorkerProcess.StartError> in
                 Result { () throws(WorkerProcess.StartError) in
                     try WorkerProcess.start(executable: executable, pluginPath: path, security: security,
-                                            sandboxing: sandboxing, taken: taken, zygote: spawner.zygote(for: executable))
+                                            sandboxing: sandboxing, taken: taken, zygote: spawner.zygote(for: executable),
+                                             output: spawner.output)
                 }
             }
         }
@@ -555,6 +558,8 @@ public final class Host: Sendable {
         for worker in workers {
             worker.waitForExit(until: deadline)
         }
+        // What they printed last reaches the log before the summary does.
+        spawner.output.waitUntilRelayed(until: deadline)
         sandboxing.removeScratchFolders()
         let finished = unfinished.wait(until: { $0 == 0 }, deadline: deadline) { $0 == 0 }
         if !finished {

@@ -6,8 +6,6 @@ public enum SandboxEnvironment {
     /// Passed to every sandboxed worker.
     public static let alwaysPassed: Set<String> = [
         "PATH", "LANG", "LANGUAGE", "TZ", "HOME", "USER", "LOGNAME",
-        // The host's own: its log format, for the worker's log lines.
-        "XCALLBACK_LOG_FORMAT",
     ]
 
     /// Whether variable `name` reaches a worker with `capabilities`.

@@ -12,22 +12,19 @@ enum Diagnostics {
     /// lines, the summary and the progress line never garble each other.
     static let console = DiagnosticConsole(descriptor: 2)
 
-    /// Hands `run`'s `--log-format` to its workers, which log to the same
-    /// stderr (set before the first worker starts).
-    static let formatVariable = "XCALLBACK_LOG_FORMAT"
-
     static func bootstrap(level: Logger.Level, format: LogFormat = .text) {
         LoggingSystem.bootstrap { label in
             format.handler(label: label, level: level, console: console)
         }
     }
 
-    static let logger = Logger(label: "xcallback")
-
-    /// The format a worker's host asked for, text when none.
-    static var inheritedFormat: LogFormat {
-        getenv(formatVariable).flatMap { LogFormat(rawValue: String(cString: $0)) } ?? .text
+    /// A worker's or the zygote's logging: plain lines on its stderr, which
+    /// the host relays into its own log (`WorkerOutputRelay`).
+    static func bootstrapWorker(level: Logger.Level) {
+        LoggingSystem.bootstrap { _ in WorkerLogHandler(level: level, console: console) }
     }
+
+    static let logger = Logger(label: "xcallback")
 
     /// Writes the outcome summary line (at exit, or for SIGUSR1).
     static func writeSummary(_ counts: OutcomeCounts, format: LogFormat, final: Bool) {

@@ -259,7 +259,7 @@ struct WorkerCommand: ParsableCommand {
     @Option(name: .customLong("sandbox")) var sandbox: String?
 
     func run() throws {
-        Diagnostics.bootstrap(level: .warning, format: Diagnostics.inheritedFormat)
+        Diagnostics.bootstrapWorker(level: .warning)
         var plan: SandboxPlan?
         if let sandbox {
             guard let decoded = SandboxPlan(encoded: sandbox) else { throw ExitCode(2) }
@@ -287,7 +287,7 @@ struct ZygoteCommand: ParsableCommand {
         // Logging is set up here, once, as `__worker` sets it up (the same
         // level, and the host's format from the environment every worker
         // gets): each forked worker has it from the start.
-        Diagnostics.bootstrap(level: .warning, format: Diagnostics.inheritedFormat)
+        Diagnostics.bootstrapWorker(level: .warning)
         _ = Diagnostics.logger
         throw ExitCode(WorkerZygote.serve(parent: parent) { arguments in
             // In the forked child: what `xcallback __worker ARGUMENTS` runs,

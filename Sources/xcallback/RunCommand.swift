@@ -57,8 +57,6 @@ struct RunCommand: ParsableCommand {
             throw Failure.exit(error.message)
         }
         Diagnostics.bootstrap(level: Logger.Level(rawValue: logLevel) ?? .warning, format: logFormat.value)
-        // Workers log to the same stderr: in the same format.
-        setenv(Diagnostics.formatVariable, logFormat.value.rawValue, 1)
         let logger = Diagnostics.logger
         ProcessHardening.makeNondumpable()
         // Signals are taken by one thread with sigwait; every other thread

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Something that runs a plug-in's handlers: the plug-in loaded into this
 /// process, or a worker process that loaded it.
 protocol PluginEndpoint: AnyObject, Sendable {
@@ -23,6 +25,9 @@ extension PluginEndpoint {
 final class HandlerCall: Sendable {
     let deliver: @Sendable (HandlerResult) -> Void
     private let abandonment = Lock(Abandonment.open(nil))
+    /// Workers that died with this call in flight and said they had not
+    /// begun it.
+    private let crashesSurvived = Atomic<UInt8>(0)
 
     private enum Abandonment {
         /// Still running, with what to do if the host gives up on it.
@@ -44,6 +49,15 @@ final class HandlerCall: Sendable {
             state = .open(action)
             return true
         }
+    }
+
+    /// A worker died with this call in flight, saying it had not begun it:
+    /// whether it may go to the next worker. Once only. The "not begun" is
+    /// the dead worker's word (its shared page), and a worker that lied
+    /// would have a started request run again and again; a request that
+    /// was in flight at two crashes is taken for begun (`PluginCrashed`).
+    func mayRunAfterCrash() -> Bool {
+        crashesSurvived.add(1, ordering: .relaxed).oldValue == 0
     }
 
     /// Called by the dispatcher after it answered `Timeout` for this attempt.

@@ -9,11 +9,15 @@ import Musl
 /// through `posix_spawn` unless told otherwise, and would then neither stop
 /// on SIGTERM nor die on a broken pipe. Each child also gets a process
 /// group of its own: a terminal's Ctrl-C is the host's to handle, and the
-/// host stops its children itself.
+/// host stops its children itself. A worker (or the zygote) gets a session
+/// of its own as well: without a controlling terminal it cannot open
+/// `/dev/tty`, take the terminal's foreground or stop its output.
 enum ChildSignals {
     /// Runs `body` with spawn attributes that start the child with no signal
-    /// blocked and each of `defaults` at its default action.
-    static func withSpawnAttributes<R>(resetting defaults: [Int32], _ body: (inout posix_spawnattr_t) -> R) -> R {
+    /// blocked and each of `defaults` at its default action; in a session of
+    /// its own when `newSession`.
+    static func withSpawnAttributes<R>(resetting defaults: [Int32], newSession: Bool = false,
+                                       _ body: (inout posix_spawnattr_t) -> R) -> R {
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -25,7 +29,9 @@ enum ChildSignals {
         for signal in defaults { sigaddset(&reset, signal) }
         posix_spawnattr_setsigdefault(&attributes, &reset)
         posix_spawnattr_setpgroup(&attributes, 0)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
+        // POSIX_SPAWN_SETSID (glibc 2.26) makes the group too.
+        let group = newSession ? Int32(0x80) : Int32(POSIX_SPAWN_SETPGROUP)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | group))
         return body(&attributes)
     }
 }

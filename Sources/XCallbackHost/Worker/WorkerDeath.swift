@@ -18,16 +18,26 @@ enum WorkerDeath: Equatable {
     case memoryLimit(ceilingMiB: Int, WorkerExit)
 
     /// What the worker's supervisor saw, and the page the dead worker shared.
-    init(exit: WorkerExit, progress: WorkerProgress?, sandbox: SandboxPlan?, supervisor: SandboxSupervisor?) {
+    init(exit: WorkerExit, page: WorkerPageReport?, sandbox: SandboxPlan?, supervisor: SandboxSupervisor?) {
         if let call = supervisor?.violation {
             self = .sandboxViolation(call: call, exit)
         } else if sandbox != nil, exit.signal == SIGSYS {
             self = .sandboxViolation(call: nil, exit)
-        } else if let sandbox, progress?.diedAtMemoryCeiling == true {
+        } else if let sandbox, page?.claimsMemoryCeiling == true,
+                  Self.memoryAgrees(exit: exit, ceilingMiB: sandbox.capabilities.memoryMiB) {
             self = .memoryLimit(ceilingMiB: sandbox.capabilities.memoryMiB, exit)
         } else {
             self = .crashed(exit)
         }
+    }
+
+    /// The page's claim of a death at the memory ceiling is the worker's
+    /// word; the kernel's count of its peak memory must agree (at least
+    /// half the ceiling resident), or a plug-in could pass any crash off
+    /// as `MemoryLimit`.
+    static func memoryAgrees(exit: WorkerExit, ceilingMiB: Int) -> Bool {
+        guard let peak = exit.peakResidentKiB else { return false }
+        return peak >= ceilingMiB * 1024 / 2
     }
 
     /// What the worker did, completing "the worker of plug-in 'x' …".

@@ -292,7 +292,7 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
             do {
                 worker = try WorkerProcess.start(executable: executable, pluginPath: path, security: security,
                                                     sandboxing: sandboxing, taken: takenRoutes(),
-                                                    zygote: spawner.zygote(for: executable))
+                                                    zygote: spawner.zygote(for: executable), output: spawner.output)
             } catch {
                 disable("plug-in '\(pluginName)' could not be restarted: \(error)")
                 return

@@ -10,6 +10,9 @@ import Musl
 struct WorkerExit: Sendable, Equatable, CustomStringConvertible {
     /// The raw `waitpid` status.
     let status: Int32
+    /// Its peak resident memory, as the kernel counted it (`ru_maxrss`);
+    /// nil where it was not had.
+    var peakResidentKiB: Int? = nil
 
     var signal: Int32? { status & 0x7F != 0 && status & 0x7F != 0x7F ? status & 0x7F : nil }
     var exitCode: Int32? { signal == nil ? (status >> 8) & 0xFF : nil }
@@ -35,7 +38,8 @@ struct WorkerExit: Sendable, Equatable, CustomStringConvertible {
         // host's pipes.
         kill(-pid, SIGKILL)
         var status: Int32 = 0
-        if waitpid(pid, &status, WNOHANG) == pid { return WorkerExit(status: status) }
+        var usage = rusage()
+        if wait4(pid, &status, WNOHANG, &usage) == pid { return WorkerExit(status: status, peakResidentKiB: usage.ru_maxrss) }
         kill(pid, SIGKILL)
         return wait(for: pid)
     }
@@ -43,10 +47,11 @@ struct WorkerExit: Sendable, Equatable, CustomStringConvertible {
     /// Reaps `pid`, retrying on EINTR.
     static func wait(for pid: pid_t) -> WorkerExit {
         var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 {
+        var usage = rusage()
+        while wait4(pid, &status, 0, &usage) < 0 {
             if errno != EINTR { return WorkerExit(status: 0) }
         }
-        return WorkerExit(status: status)
+        return WorkerExit(status: status, peakResidentKiB: usage.ru_maxrss)
     }
 }
 
@@ -94,6 +99,6 @@ struct WorkerParent: Sendable {
     /// it (PR_SET_PDEATHSIG), and one it did not report in time (a stopped
     /// zygote) is taken for killed.
     private func exit(of forked: ForkedWorker) -> WorkerExit {
-        WorkerExit(status: forked.zygote.exitStatus(of: forked.serial) ?? SIGKILL)
+        forked.zygote.exit(of: forked.serial) ?? WorkerExit(status: SIGKILL)
     }
 }

@@ -69,8 +69,8 @@ public enum WorkerMain {
         // before this line ran, leave now.
         _ = xcallback_set_parent_death_signal(SIGKILL)
         if getppid() != parent { return 1 }
-        // Nothing a plug-in prints may reach anyone's stdout.
-        dup2(2, 1)
+        // Its stdout and stderr are pipes the host relays to its log
+        // (`WorkerOutputRelay`): nothing a plug-in prints reaches a record.
         signal(SIGPIPE, SIG_IGN)
         // A stop signal sent to the whole group (Ctrl-C, systemd) is the
         // host's to act on: it shuts its workers down in order, running each

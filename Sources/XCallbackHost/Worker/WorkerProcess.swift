@@ -97,10 +97,10 @@ final class WorkerProcess: Sendable {
     /// `handshakeTimeout` seconds), and returns it ready for requests.
     /// `taken` are the routes other plug-ins own (pattern, owner).
     static func start(executable: String, pluginPath: String, security: FileSecurity, sandboxing: WorkerSandboxing,
-                      taken: [QueryParameter] = [], zygote: ZygoteClient? = nil,
+                      taken: [QueryParameter] = [], zygote: ZygoteClient? = nil, output: WorkerOutputRelay?,
                       handshakeTimeout: Int32 = 10) throws(StartError) -> WorkerProcess {
         try launch(executable: executable, pluginPath: pluginPath, security: security, sandboxing: sandboxing,
-                   taken: taken, zygote: zygote).ready(handshakeTimeout: handshakeTimeout)
+                   taken: taken, zygote: zygote, output: output).ready(handshakeTimeout: handshakeTimeout)
     }
 
     /// A worker started and greeted, whose handshake is still to come: many
@@ -115,6 +115,8 @@ final class WorkerProcess: Sendable {
         fileprivate let supervisor: SandboxSupervisor?
         fileprivate let pluginPath: String
         fileprivate let parent: WorkerParent
+        /// Names its output in the host's log.
+        fileprivate let output: WorkerOutputRelay.Channel?
         /// The routes it was told other plug-ins own.
         let taken: [QueryParameter]
 
@@ -126,7 +128,8 @@ final class WorkerProcess: Sendable {
 
     /// Everything of `start` but the wait for the handshake.
     static func launch(executable: String, pluginPath: String, security: FileSecurity, sandboxing: WorkerSandboxing,
-                       taken: [QueryParameter] = [], zygote: ZygoteClient? = nil) throws(StartError) -> Launch {
+                       taken: [QueryParameter] = [], zygote: ZygoteClient? = nil,
+                       output: WorkerOutputRelay?) throws(StartError) -> Launch {
         // Opened and checked here, for every start and restart: the worker
         // loads this descriptor, so a file swapped since the last check can
         // never run unchecked.
@@ -152,7 +155,10 @@ final class WorkerProcess: Sendable {
         let (host, child) = (ends[0], ends[1])
         let shared = WorkerProgress.create()
         defer { if let shared { close(shared.descriptor) } }
-        // The plug-in's stdout is the host's stderr, never its records.
+        // The plug-in's stdout and stderr are pipes of the host's, never a
+        // descriptor the host writes its records or its log to.
+        let streams = ChildStreams(output?.open(label: pluginPath.split(separator: "/").last.map(String.init) ?? pluginPath))
+        defer { streams.closeInHost() }
         var placements = [ChildDescriptors.Placement(descriptor: child, number: WorkerMain.socketDescriptor),
                           ChildDescriptors.Placement(descriptor: file.descriptor, number: WorkerMain.libraryDescriptor)]
         if let shared {
@@ -176,7 +182,7 @@ final class WorkerProcess: Sendable {
         var parent = WorkerParent.host
         if let zygote, case .success(let forked) = zygote.fork(arguments: workerArguments(zygote.pid),
                                                                  environment: ChildEnvironment.variables(for: plan),
-                                                                 placements: placements) {
+                                                                 placements: placements + streams.placements) {
             pid = forked.pid
             parent = WorkerParent(forked: forked)
         } else {
@@ -187,8 +193,8 @@ final class WorkerProcess: Sendable {
                 ([executable, WorkerMain.subcommand] + workerArguments(getpid())).map { strdup($0) } + [nil]
             defer { arguments.forEach { free($0) } }
             // The worker must not inherit the host's blocked signal mask.
-            status = ChildDescriptors.withFileActions(placing: placements) { actions in
-                ChildSignals.withSpawnAttributes(resetting: [SIGPIPE]) { attributes in
+            status = ChildDescriptors.withFileActions(stdout: streams.stdout, stderr: streams.stderr, placing: placements) { actions in
+                ChildSignals.withSpawnAttributes(resetting: [SIGPIPE], newSession: true) { attributes in
                     ChildEnvironment.withEnvironment(for: plan) { posix_spawn(&pid, executable, &actions, &attributes, arguments, $0) }
                 }
             }
@@ -208,7 +214,7 @@ final class WorkerProcess: Sendable {
         WorkerFrame.hello(version: WorkerFrame.protocolVersion, taken: taken).encode(into: &hello)
         _ = write(host, hello, hello.count)
         return Launch(pid: pid, socket: host, progress: shared?.progress, plan: plan, supervisor: supervisor,
-                      pluginPath: pluginPath, parent: parent, taken: taken)
+                      pluginPath: pluginPath, parent: parent, output: streams.channel, taken: taken)
     }
 
     private static func handshake(_ launch: Launch, timeout: Int32) throws(StartError) -> WorkerProcess {
@@ -219,6 +225,7 @@ final class WorkerProcess: Sendable {
             ? reader.next(beforeBlocking: {}) : .end
         switch answer {
         case .frame(.ready(let version, let info, let routes)) where version == WorkerFrame.protocolVersion:
+            launch.output?.rename(info.name)
             let pluginInfo = PluginInfo(path: pluginPath, name: info.name, version: info.version, summary: info.summary,
                                         abiMajor: Int(info.abiMajor), abiMinor: Int(info.abiMinor))
             return WorkerProcess(pid: pid, socket: host, progress: launch.progress, sandbox: launch.plan,
@@ -286,11 +293,16 @@ final class WorkerProcess: Sendable {
             // below may signal it.
             state.withLock { $0.exited = true }
             closeLane()
+            // Reaped: every store the worker made is visible now. The page
+            // is its word, checked against the host's own records.
+            let page = progress?.report(lastSent: nextID.load(ordering: .relaxed) &- 1)
             // What it answered but never sent: the plug-in completed those
             // requests, so they get their answers, not PluginCrashed.
-            for frame in progress?.unsentFrames() ?? [] { handle(frame) }
-            // Reaped: every store the worker made is visible now.
-            let lastBegun = progress?.lastBegun ?? .max
+            for frame in page?.unsentFrames ?? [] { handle(frame) }
+            // Requests are begun in id order, so one the worker answered in
+            // any way, and every one before it, was begun, whatever the
+            // page says.
+            let lastBegun = max(page?.lastBegun ?? .max, reader.highestAnswered)
             let adopted = adoptAll(startedBefore: .max)
             let (begun, unstarted) = state.withLock { state -> ([HandlerCall], [Unstarted]) in
                 state.exited = true
@@ -301,7 +313,7 @@ final class WorkerProcess: Sendable {
                     state.calls[id] = InFlight(handler: entry.handler, request: entry.request.fields, call: entry.request.call)
                 }
                 for (id, entry) in state.calls {
-                    if id <= lastBegun {
+                    if id <= lastBegun || !entry.call.mayRunAfterCrash() {
                         begun.append(entry.call)
                     } else {
                         unstarted.append((id, Unstarted(handler: entry.handler, request: entry.request, call: entry.call)))
@@ -311,7 +323,7 @@ final class WorkerProcess: Sendable {
             }
             ended.withLock { $0 = true }
             ended.broadcast()
-            onExit(self, WorkerDeath(exit: exit, progress: progress, sandbox: sandbox, supervisor: supervisor),
+            onExit(self, WorkerDeath(exit: exit, page: page, sandbox: sandbox, supervisor: supervisor),
                    begun, unstarted)
             BatchingThread.flushDeferred()
         }
@@ -322,16 +334,24 @@ final class WorkerProcess: Sendable {
     private func handle(_ frame: WorkerFrame) {
         switch frame {
         case .result(let id, let result):
+            noteAnswered(id)
             answered.store(true, ordering: .relaxed)
             let call = adoptOne(id)?.call ?? state.withLock { $0.calls.removeValue(forKey: id)?.call }
             call?.deliver(result)
             retireIfDrained()
         case .returned(let id):
+            noteAnswered(id)
             if lane.load()?.markReturned(id) == true { return }
             state.withLock { $0.calls[id]?.returned = true }
         default:
             break
         }
+    }
+
+    /// The host's own evidence of how far the worker got: the highest id,
+    /// among those it was sent, that it answered (reader thread only).
+    private func noteAnswered(_ id: UInt64) {
+        if id > reader.highestAnswered, id < nextID.load(ordering: .relaxed) { reader.highestAnswered = id }
     }
 
     /// Whether any request got its result from this worker: a worker that
@@ -497,6 +517,7 @@ extension WorkerProcess {
         guard let slots = lane.load() else { return .decode }
         if kind == WorkerFrame.returnedKind {
             guard let id = WorkerFrame.peekReturned(payload), slots.markReturned(id) else { return .decode }
+            noteAnswered(id)
             return .consumed
         }
         guard kind == WorkerFrame.resultKind,
@@ -515,6 +536,7 @@ extension WorkerProcess {
             }
         }
         guard written != nil else { return .decode }
+        noteAnswered(id)
         answered.store(true, ordering: .relaxed)
         retireIfDrained()
         return .consumed
@@ -585,5 +607,7 @@ extension WorkerSlots.Request {
 /// Only the worker's reader thread (after the handshake) touches it.
 private final class UncheckedFrameReader: @unchecked Sendable {
     let reader: FrameReader
+    /// See `WorkerProcess.noteAnswered`.
+    var highestAnswered: UInt64 = 0
     init(_ reader: FrameReader) { self.reader = reader }
 }

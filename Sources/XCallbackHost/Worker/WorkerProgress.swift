@@ -71,16 +71,10 @@ final class WorkerProgress: @unchecked Sendable {
     /// The worker is about to hand request `id` to the plug-in.
     func begin(_ id: UInt64) { xcallback_store_release_u64(lastBegunWord, id) }
 
-    /// The last request the worker began (0: none).
-    var lastBegun: UInt64 { xcallback_load_acquire_u64(lastBegunWord) }
-
     // MARK: the sandbox's report
 
     /// Where the worker's sandbox handler writes.
     var sandboxReport: SandboxReport { SandboxReport(memory: memoryWord) }
-
-    /// The worker died of a fatal signal close to its memory ceiling.
-    var diedAtMemoryCeiling: Bool { xcallback_load_acquire_u64(memoryWord) != 0 }
 
     // MARK: the outbox
 
@@ -88,17 +82,67 @@ final class WorkerProgress: @unchecked Sendable {
     static var outboxCapacity: Int { size - header }
     var outbox: UnsafeMutableRawPointer { base + Self.header }
 
-    /// Bytes of whole frames in the outbox not yet known to be written.
+    /// Bytes of whole frames in the outbox not yet known to be written (the
+    /// worker's side: the host reads the page only through `report`).
     var pendingBytes: Int {
-        get { Int(xcallback_load_acquire_u64(pendingWord)) }
-        set { xcallback_store_release_u64(pendingWord, UInt64(newValue)) }
+        get { Int(truncatingIfNeeded: xcallback_load_acquire_u64(pendingWord)) }
+        set { xcallback_store_release_u64(pendingWord, UInt64(truncatingIfNeeded: newValue)) }
     }
 
-    /// The frames a dead worker left in its outbox. Some may also have
-    /// reached the socket (it died between a write and marking it done):
-    /// the host drops answers for requests it no longer waits for.
-    func unsentFrames() -> [WorkerFrame] {
-        let count = min(pendingBytes, Self.outboxCapacity)
-        return FrameReader.frames(in: UnsafeRawBufferPointer(start: outbox, count: count))
+    // MARK: the host's reading
+
+    /// What the host may believe of the page of a worker that has been
+    /// reaped (so it writes no more). The page is copied into the host's
+    /// own memory first, and decoded from the copy by `WorkerPageReport`:
+    /// a plug-in's process that still held the mapping cannot change a
+    /// word between its check and its use.
+    func report(lastSent: UInt64) -> WorkerPageReport {
+        let header = UnsafeRawBufferPointer(start: base, count: Self.header)
+        let claimed = Int(clamping: header.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+        let count = Self.header + min(max(claimed, 0), Self.outboxCapacity)
+        let copy = Array(UnsafeRawBufferPointer(start: base, count: count))
+        return copy.withUnsafeBytes { WorkerPageReport(decoding: $0, lastSent: lastSent) }
+    }
+
+    /// The page's layout, for `WorkerPageReport`: three words, then the
+    /// outbox at `header`.
+    static let lastBegunOffset = 0
+    static let pendingOffset = 8
+    static let memoryOffset = 16
+    static let headerSize = header
+}
+
+/// A dead worker's shared page, decoded: the one place the host reads what
+/// a worker wrote there. A worker is hostile, and so is its page: every
+/// word is checked against what the host itself knows, and no value in it
+/// can make the host trap, allocate without bound, or believe more than
+/// its own records allow.
+struct WorkerPageReport: Equatable {
+    /// The last request the worker says it began, never past the last one
+    /// the host sent it (a request the host never sent cannot be begun).
+    var lastBegun: UInt64
+    /// The whole frames its outbox held, up to the first that does not
+    /// decode. Answers in them count only for requests still in flight.
+    var unsentFrames: [WorkerFrame]
+    /// The worker's word that it died at its memory ceiling: a claim, which
+    /// `WorkerDeath` believes only with the kernel's count of its memory.
+    var claimsMemoryCeiling: Bool
+
+    /// Decodes `page` (the header words, then as many outbox bytes as the
+    /// page had, at most); `lastSent` is the highest request id the host
+    /// sent this worker.
+    init(decoding page: UnsafeRawBufferPointer, lastSent: UInt64) {
+        func word(_ offset: Int) -> UInt64 {
+            page.count >= offset + 8 ? UInt64(littleEndian: page.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) : 0
+        }
+        lastBegun = min(word(WorkerProgress.lastBegunOffset), lastSent)
+        claimsMemoryCeiling = word(WorkerProgress.memoryOffset) != 0
+        let outbox = page.count > WorkerProgress.headerSize
+            ? UnsafeRawBufferPointer(rebasing: page[WorkerProgress.headerSize...]) : UnsafeRawBufferPointer(start: nil, count: 0)
+        // The pending word says how much of the outbox is frames; never
+        // more than the bytes there are.
+        let pending = word(WorkerProgress.pendingOffset)
+        let count = pending > UInt64(outbox.count) ? outbox.count : Int(pending)
+        unsentFrames = FrameReader.frames(in: UnsafeRawBufferPointer(rebasing: outbox[..<count]))
     }
 }

@@ -12,6 +12,8 @@ final class WorkerSpawner: Sendable {
     }
 
     private let jobs = ConditionLock([Job]())
+    /// Where every worker's (and the zygote's) stdout and stderr go.
+    let output: WorkerOutputRelay
     private let zygote = Lock<ZygoteClient?>(nil)
 
     /// The zygote to fork workers of `executable` from, started on first
@@ -22,12 +24,13 @@ final class WorkerSpawner: Sendable {
         guard ZygoteClient.isWanted else { return nil }
         return zygote.withLock { current in
             if let running = current, running.isAlive { return running }
-            current = ZygoteClient.start(executable: executable)
+            current = ZygoteClient.start(executable: executable, output: output)
             return current
         }
     }
 
-    init() {
+    init(output: WorkerOutputRelay) {
+        self.output = output
         Threads.detach { [jobs] in
             while true {
                 let (count, deadline) = jobs.withLock { ($0.count, $0.map(\.notBefore).min()) }

@@ -39,8 +39,9 @@ public enum WorkerZygote {
     /// Where a forked child finds its setup socket, until it has read it.
     static let setupDescriptor: Int32 = 3
 
-    /// What the zygote tells the host: 12 bytes (kind, serial, value), and
-    /// with `started` the worker's pidfd.
+    /// What the zygote tells the host: 16 bytes (kind, serial, value, and
+    /// for `exited` the worker's peak resident memory in KiB), and with
+    /// `started` the worker's pidfd.
     enum Report: Int32 {
         /// A worker was forked: value is its pid.
         case started = 1
@@ -100,9 +101,10 @@ public enum WorkerZygote {
                 // frees that number.
                 kill(-worker.pid, SIGKILL)
                 var status: Int32 = 0
-                while waitpid(worker.pid, &status, 0) < 0 && errno == EINTR {}
+                var usage = rusage()
+                while wait4(worker.pid, &status, 0, &usage) < 0 && errno == EINTR {}
                 close(event.fd)
-                report(.exited, serial: worker.serial, value: status)
+                report(.exited, serial: worker.serial, value: status, extra: Int32(clamping: usage.ru_maxrss))
             }
             guard polled[0].revents != 0 else { continue }
             var request = [UInt32](repeating: 0, count: 2)
@@ -200,8 +202,8 @@ public enum WorkerZygote {
         }
     }
 
-    private static func report(_ kind: Report, serial: Int32, value: Int32, descriptor: Int32? = nil) {
-        let words = [kind.rawValue, serial, value]
+    private static func report(_ kind: Report, serial: Int32, value: Int32, extra: Int32 = 0, descriptor: Int32? = nil) {
+        let words = [kind.rawValue, serial, value, extra]
         _ = words.withUnsafeBytes { bytes in
             var descriptors = descriptor.map { [$0] } ?? []
             return xcallback_send_with_descriptors(controlDescriptor, bytes.baseAddress, UInt(bytes.count),

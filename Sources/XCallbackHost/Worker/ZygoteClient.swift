@@ -28,7 +28,7 @@ final class ZygoteClient: Sendable {
         var started: [Int32: Result<ForkedWorker, Errno>] = [:]
         /// Forked workers whose exit someone will ask for.
         var live: Set<Int32> = []
-        var exits: [Int32: Int32] = [:]
+        var exits: [Int32: WorkerExit] = [:]
         /// It died (or closed its socket).
         var gone = false
         /// It missed a deadline: it forks nothing more, but still reports
@@ -54,7 +54,7 @@ final class ZygoteClient: Sendable {
     /// worker): signalling a process group through a pidfd needs Linux 6.9,
     /// and Landlock's signal scope, which keeps a worker's signals off the
     /// zygote and its group whatever the worker is granted, Linux 6.12.
-    static func start(executable: String) -> ZygoteClient? {
+    static func start(executable: String, output: WorkerOutputRelay) -> ZygoteClient? {
         guard xcallback_pidfd_group_signals_supported() != 0, (KernelSupport.probe().landlockABI ?? 0) >= 6 else { return nil }
         var ends: [Int32] = [0, 0]
         guard socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else {
@@ -71,8 +71,13 @@ final class ZygoteClient: Sendable {
         // copies the zygote's memory, its first environment included, into
         // every worker, so nothing a worker may not see may be there.
         var pid = pid_t()
-        let status = ChildDescriptors.withFileActions(placing: [.init(descriptor: child, number: WorkerZygote.controlDescriptor)]) { actions in
-            ChildSignals.withSpawnAttributes(resetting: [SIGPIPE]) { attributes in
+        // What it prints is logged as a worker's is: it never holds the
+        // host's stderr, which every worker forked from it would inherit.
+        let streams = ChildStreams(output.open(label: "zygote", lingers: true))
+        defer { streams.closeInHost() }
+        let status = ChildDescriptors.withFileActions(stdout: streams.stdout, stderr: streams.stderr,
+                                                      placing: [.init(descriptor: child, number: WorkerZygote.controlDescriptor)]) { actions in
+            ChildSignals.withSpawnAttributes(resetting: [SIGPIPE], newSession: true) { attributes in
                 ChildEnvironment.withEnvironment(passing: { SandboxEnvironment.passes($0, for: .default) }) {
                     posix_spawn(&pid, executable, &actions, &attributes, arguments, $0)
                 }
@@ -240,10 +245,10 @@ final class ZygoteClient: Sendable {
         return true
     }
 
-    /// Waits (up to `timeout` seconds) for the exit status of the worker
-    /// forked as `serial`; nil if the zygote died first (the worker died
-    /// with it) or did not say.
-    func exitStatus(of serial: Int32, timeout: Double = 10) -> Int32? {
+    /// Waits (up to `timeout` seconds) for how the worker forked as
+    /// `serial` ended; nil if the zygote died first (the worker died with
+    /// it) or did not say.
+    func exit(of serial: Int32, timeout: Double = 10) -> WorkerExit? {
         let deadline = MonotonicClock.now + UInt64(timeout * 1e9)
         return replies.wait(until: { $0.exits[serial] != nil || $0.gone }, deadline: deadline) { replies in
             replies.live.remove(serial)
@@ -252,7 +257,7 @@ final class ZygoteClient: Sendable {
     }
 
     private func readReports() {
-        var words: [Int32] = [0, 0, 0]
+        var words: [Int32] = [0, 0, 0, 0]
         while true {
             var workerPidfd: Int32 = -1
             var count: Int32 = 0
@@ -260,7 +265,7 @@ final class ZygoteClient: Sendable {
                 xcallback_receive_with_descriptors(control, $0.baseAddress, UInt($0.count), &workerPidfd, 1, &count)
             }
             if length < 0 && errno == EINTR { continue }
-            guard length == 12 else {
+            guard length == 16 else {
                 if count == 1 { close(workerPidfd) }
                 break
             }
@@ -279,7 +284,7 @@ final class ZygoteClient: Sendable {
                 case .failed where replies.waiting.contains(serial):
                     replies.started[serial] = .failure(Errno(code: value))
                 case .exited where replies.live.contains(serial):
-                    replies.exits[serial] = value
+                    replies.exits[serial] = WorkerExit(status: value, peakResidentKiB: Int(words[3]))
                 case .failed, .exited, nil:
                     break
                 }
