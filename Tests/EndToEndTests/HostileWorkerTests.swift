@@ -1,0 +1,172 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A worker is hostile, and so is everything it writes (issue 27): it holds
+/// no descriptor of the host's, so nothing it does to its stdout or stderr
+/// reaches the host's records, log or terminal; and nothing it writes in the
+/// page it shares with the host can make the host trap or believe more than
+/// its own records allow. Each attack was reproduced against the release
+/// build before: records lost or forged, a stopped or dead host.
+@Suite("Hostile workers", .serialized)
+struct HostileWorkerTests {
+    static let calculation = "calc://x-callback-url/add?lhs=1&rhs=2"
+
+    /// A plug-in folder with the calculator, the faulty plug-in and the
+    /// hostile one; readable by `nobody` when `forOtherUser`.
+    static func fixture(forOtherUser: Bool = false) throws -> HostFixture {
+        let fixture = try HostFixture(["Calculator", "Faulty"], isolation: "process")
+        try TestPlugin.build(HostilePlugin.name, source: HostilePlugin.source, into: fixture.plugins)
+        if forOtherUser { #expect(chmod(fixture.scratch.path, 0o755) == 0) }
+        return fixture
+    }
+
+    /// `xcallback ARGUMENTS` through `sh -c`, with `redirection` after it
+    /// (`2>&1`, `> FILE 2>&1`), as `user` when `asOtherUser`.
+    static func runRedirected(_ arguments: [String], _ redirection: String, lines: [String], asOtherUser: Bool = false,
+                              timeout: Double = 120) throws -> RunResult {
+        let shell = ["/bin/sh", "-c", "exec \"$0\" \"$@\" \(redirection)", Products.xcallback] + arguments
+        let command = asOtherUser ? PeerTrustTests.asOther(shell) : shell
+        return try xcallback(command, input: Array(lines.map { $0 + "\n" }.joined().utf8),
+                             timeout: TestTiming.scaled(timeout), executable: "/usr/bin/env")
+    }
+
+    /// 20,000 lines, the attack in the middle.
+    static func flood(around attack: String) -> [String] {
+        (0..<20_000).map { $0 == 10_000 ? attack : "calc://x-callback-url/add?lhs=\($0)&rhs=1" }
+    }
+
+    /// Every calculation of `flood` answered exactly once in `output`.
+    static func expectEveryInnocentRecord(_ output: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        var seen = [Int](repeating: 0, count: 20_000)
+        for line in ChildProcess.lines(output) where line.hasPrefix("success?result=") {
+            if let value = Int(line.dropFirst("success?result=".count)), value >= 1, value <= 20_000 {
+                seen[value - 1] += 1
+            }
+        }
+        let innocent = (0..<20_000).filter { $0 != 10_000 }
+        let missing = innocent.filter { seen[$0] == 0 }
+        let doubled = innocent.filter { seen[$0] > 1 }
+        #expect(missing.isEmpty && doubled.isEmpty,
+                "\(missing.count) innocent records missing, \(doubled.count) doubled", sourceLocation: sourceLocation)
+    }
+
+    @Test("O_NONBLOCK on its stdout and stderr, then a full pipe: 19,999 innocent records of 20,000, under 2>&1",
+          .scaledTimeLimit(minutes: 4), arguments: [false, true])
+    func nonBlockingOutput(asOtherUser: Bool) throws {
+        guard !asOtherUser || PeerTrustTests.other != nil else { return }
+        let fixture = try Self.fixture(forOtherUser: asOtherUser)
+        let result = try Self.runRedirected(fixture.runPrefix, "2>&1", lines: Self.flood(around: "hostile://x-callback-url/nonblock"),
+                                            asOtherUser: asOtherUser)
+        #expect(result.status == .exited(0), "\(result.stdout.suffix(2000))")
+        Self.expectEveryInnocentRecord(result.stdout)
+        let attack = ChildProcess.lines(result.stdout).filter { $0.contains("wrote") }
+        #expect(attack.count == 1, "the attacker's own record: \(attack)")
+        #expect(result.stdout.contains("processed 20000, succeeded 20000"), "\(result.stdout.suffix(500))")
+    }
+
+    @Test("a worker has no terminal: it cannot open /dev/tty, take the foreground or stop the output",
+          .scaledTimeLimit(minutes: 1), arguments: [[], ["--sandbox", "off"]])
+    func noTerminal(sandbox: [String]) throws {
+        let fixture = try Self.fixture()
+        let input = fixture.scratch.file("input.txt")
+        try Data("hostile://x-callback-url/terminal\n\(Self.calculation)\n".utf8).write(to: URL(fileURLWithPath: input))
+        // script(1) runs the host on a pseudo-terminal that is its
+        // controlling terminal, as an operator's shell would.
+        let command = ([Products.xcallback] + fixture.runPrefix + sandbox).joined(separator: " ") + " < \(input)"
+        let result = try xcallback(["script", "-qec", command, "/dev/null"], timeout: TestTiming.scaled(30),
+                                   executable: "/usr/bin/env")
+        #expect(result.status == .exited(0), "\(result.stdout)")
+        // A session of its own has no controlling terminal (ENXIO); the
+        // sandbox's Landlock rules refuse /dev/tty before that (EACCES).
+        let refusal = sandbox.isEmpty ? "Permission%20denied" : "No%20such%20device%20or%20address"
+        #expect(result.stdout.contains("result=tty%20\(refusal)%2C%20ttys%200%2C%20foreground%200%2C%20stopped%200"),
+                "\(result.stdout)")
+        #expect(result.stdout.contains("success?result=3"), "\(result.stdout)")
+    }
+
+    @Test("reopening its stderr read-only takes nothing another plug-in wrote", .scaledTimeLimit(minutes: 1))
+    func reopenedStderr() throws {
+        let fixture = try Self.fixture()
+        let host = try ChildProcess(fixture.runPrefix + ["--output", "jsonl"], stdin: .pipe)
+        #expect(host.write("hostile://x-callback-url/steal?ms=1500\n"))
+        for _ in 0..<20 { #expect(host.write("faulty://x-callback-url/noise\n")) }
+        host.closeInput()
+        #expect(host.waitForExit(timeout: TestTiming.scaled(30)) == .exited(0), "\(host.stderr)")
+        let records = try host.stdoutLines.map { try Record(jsonLine: $0) }
+        #expect(records.count == 21)
+        let stolen = records.first { $0.params["result"]?.hasPrefix("took") == true }
+        #expect(stolen?.params["result"] == "took 0, foreign 0", "\(records)")
+        let noise = host.stderr.components(separatedBy: "faulty: noise on stderr").count - 1
+        #expect(noise == 20, "the operator's log has \(noise) of 20 lines: \(host.stderr.suffix(2000))")
+    }
+
+    @Test("ftruncate and pwrite on its stdout and stderr leave the host's output file whole",
+          .scaledTimeLimit(minutes: 1))
+    func outputFileStaysWhole() throws {
+        let fixture = try Self.fixture()
+        let file = fixture.scratch.file("all.txt")
+        let lines = (0..<30).map { "calc://x-callback-url/add?lhs=\($0)&rhs=1" } + ["hostile://x-callback-url/truncate"]
+            + (30..<60).map { "calc://x-callback-url/add?lhs=\($0)&rhs=1" }
+        let result = try Self.runRedirected(fixture.runPrefix + ["--keep-order"], "> \(file) 2>&1", lines: lines)
+        #expect(result.status == .exited(0))
+        let written = try String(contentsOfFile: file, encoding: .utf8)
+        let records = ChildProcess.lines(written).filter { $0.hasPrefix("success?result=") && !$0.contains("truncated") }
+        #expect(records == (1...60).map { "success?result=\($0)" }, "\(written)")
+        #expect(!written.contains("forged"))
+        #expect(written.contains("truncated%200%2C%20overwritten%200"), "\(written)")
+    }
+
+    @Test("a page whose pending-bytes word is past Int.max, then a crash: 19,999 innocent records of 20,000",
+          .scaledTimeLimit(minutes: 4), arguments: [false, true])
+    func pendingWordPastIntMax(asOtherUser: Bool) throws {
+        guard !asOtherUser || PeerTrustTests.other != nil else { return }
+        let fixture = try Self.fixture(forOtherUser: asOtherUser)
+        let attack = "hostile://x-callback-url/page?pending=0xFFFFFFFFFFFFFFF0"
+        let result = try Self.runRedirected(fixture.runPrefix, "", lines: Self.flood(around: attack), asOtherUser: asOtherUser)
+        #expect(result.status == .exited(0), "\(result.stderr.suffix(2000))")
+        Self.expectEveryInnocentRecord(result.stdout)
+        #expect(result.lines.count == 20_000)
+        #expect(result.lines.filter { $0.contains("PluginCrashed") }.count == 1)
+    }
+
+    @Test("a page of pseudo-random bytes, then a crash: one record, and the host goes on", .scaledTimeLimit(minutes: 2))
+    func randomPages() throws {
+        let fixture = try Self.fixture()
+        let host = try ChildProcess(fixture.runPrefix + ["--output", "jsonl", "--restart-limit", "1000"], stdin: .pipe)
+        var answered = 0
+        for seed in 1...5 {
+            for line in ["hostile://x-callback-url/page?seed=\(seed)", Self.calculation] {
+                #expect(host.write(line + "\n"))
+                answered += 1
+                try #require(host.waitForStdoutLines(answered, timeout: TestTiming.scaled(20)), "no record for \(line): \(host.stderr)")
+            }
+            let records = try host.stdoutLines.suffix(2).map { try Record(jsonLine: $0) }
+            #expect(records.first?.errorCode == "PluginCrashed", "\(records)")
+            #expect(records.last?.params["result"] == "3", "\(records)")
+        }
+        host.closeInput()
+        #expect(host.waitForExit(timeout: TestTiming.scaled(20)) == .exited(0), "\(host.stderr)")
+    }
+
+    @Test("a page that says 'began nothing' and 'died at the memory ceiling' is not believed",
+          .scaledTimeLimit(minutes: 1))
+    func lyingPage() throws {
+        let fixture = try Self.fixture()
+        let result = try fixture.run(["--output", "jsonl"], lines: ["hostile://x-callback-url/page?begun=0&memory=1", Self.calculation])
+        #expect(result.status == .exited(0))
+        let records = try result.records()
+        #expect(records.count == 2)
+        let attack = records.first { $0.input?.hasPrefix("hostile") == true }
+        // Not MemoryLimit: the kernel's count of its memory says otherwise.
+        #expect(attack?.errorCode == "PluginCrashed", "\(records)")
+        // Its word that it had not begun sends it to one more worker at
+        // most: before, it ran six times and then the plug-in was disabled.
+        let runs = result.stderr.components(separatedBy: "hostile: page attack runs").count - 1
+        #expect(runs >= 1 && runs <= 2, "ran \(runs) times: \(result.stderr)")
+        #expect(!result.stderr.contains("disabled"), "\(result.stderr)")
+    }
+}
