@@ -29,16 +29,18 @@ final class WorkerProgress: @unchecked Sendable {
     // the worker is dead, by the host.
     /// The descriptor the worker finds the page on.
     static let workerDescriptor: Int32 = 5
-    /// A worker flushes its outbox at `BufferedWriter.threshold`; room for
-    /// a few times that, so a batch seldom waits for a write.
-    private static let size = 1 << 20
-    private static let header = 64
+    private static let size = WorkerPageLayout.size
+    private static let header = WorkerPageLayout.header
 
     private let base: UnsafeMutableRawPointer
-    private var lastBegunWord: UnsafeMutablePointer<UInt64> { base.assumingMemoryBound(to: UInt64.self) }
-    private var pendingWord: UnsafeMutablePointer<UInt64> { (base + 8).assumingMemoryBound(to: UInt64.self) }
+    private var lastBegunWord: UnsafeMutablePointer<UInt64> { word(WorkerPageLayout.lastBegunOffset) }
+    private var pendingWord: UnsafeMutablePointer<UInt64> { word(WorkerPageLayout.pendingOffset) }
     // Set by the sandbox's fatal-signal handler (`WorkerSandbox`).
-    private var memoryWord: UnsafeMutablePointer<UInt64> { (base + 16).assumingMemoryBound(to: UInt64.self) }
+    private var memoryWord: UnsafeMutablePointer<UInt64> { word(WorkerPageLayout.memoryOffset) }
+
+    private func word(_ offset: Int) -> UnsafeMutablePointer<UInt64> {
+        (base + offset).assumingMemoryBound(to: UInt64.self)
+    }
 
     private init(base: UnsafeMutableRawPointer) {
         self.base = base
@@ -79,7 +81,7 @@ final class WorkerProgress: @unchecked Sendable {
     // MARK: the outbox
 
     /// Bytes the outbox holds.
-    static var outboxCapacity: Int { size - header }
+    static var outboxCapacity: Int { WorkerPageLayout.outboxCapacity }
     var outbox: UnsafeMutableRawPointer { base + Self.header }
 
     /// Bytes of whole frames in the outbox not yet known to be written (the
@@ -98,51 +100,9 @@ final class WorkerProgress: @unchecked Sendable {
     /// word between its check and its use.
     func report(lastSent: UInt64) -> WorkerPageReport {
         let header = UnsafeRawBufferPointer(start: base, count: Self.header)
-        let claimed = Int(clamping: header.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+        let claimed = Int(clamping: header.loadUnaligned(fromByteOffset: WorkerPageLayout.pendingOffset, as: UInt64.self))
         let count = Self.header + min(max(claimed, 0), Self.outboxCapacity)
         let copy = Array(UnsafeRawBufferPointer(start: base, count: count))
         return copy.withUnsafeBytes { WorkerPageReport(decoding: $0, lastSent: lastSent) }
-    }
-
-    /// The page's layout, for `WorkerPageReport`: three words, then the
-    /// outbox at `header`.
-    static let lastBegunOffset = 0
-    static let pendingOffset = 8
-    static let memoryOffset = 16
-    static let headerSize = header
-}
-
-/// A dead worker's shared page, decoded: the one place the host reads what
-/// a worker wrote there. A worker is hostile, and so is its page: every
-/// word is checked against what the host itself knows, and no value in it
-/// can make the host trap, allocate without bound, or believe more than
-/// its own records allow.
-struct WorkerPageReport: Equatable {
-    /// The last request the worker says it began, never past the last one
-    /// the host sent it (a request the host never sent cannot be begun).
-    var lastBegun: UInt64
-    /// The whole frames its outbox held, up to the first that does not
-    /// decode. Answers in them count only for requests still in flight.
-    var unsentFrames: [WorkerFrame]
-    /// The worker's word that it died at its memory ceiling: a claim, which
-    /// `WorkerDeath` believes only with the kernel's count of its memory.
-    var claimsMemoryCeiling: Bool
-
-    /// Decodes `page` (the header words, then as many outbox bytes as the
-    /// page had, at most); `lastSent` is the highest request id the host
-    /// sent this worker.
-    init(decoding page: UnsafeRawBufferPointer, lastSent: UInt64) {
-        func word(_ offset: Int) -> UInt64 {
-            page.count >= offset + 8 ? UInt64(littleEndian: page.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) : 0
-        }
-        lastBegun = min(word(WorkerProgress.lastBegunOffset), lastSent)
-        claimsMemoryCeiling = word(WorkerProgress.memoryOffset) != 0
-        let outbox = page.count > WorkerProgress.headerSize
-            ? UnsafeRawBufferPointer(rebasing: page[WorkerProgress.headerSize...]) : UnsafeRawBufferPointer(start: nil, count: 0)
-        // The pending word says how much of the outbox is frames; never
-        // more than the bytes there are.
-        let pending = word(WorkerProgress.pendingOffset)
-        let count = pending > UInt64(outbox.count) ? outbox.count : Int(pending)
-        unsentFrames = FrameReader.frames(in: UnsafeRawBufferPointer(rebasing: outbox[..<count]))
     }
 }
