@@ -214,7 +214,7 @@ public final class Host: Sendable {
             // A file dropped into a running host may crash in its
             // constructor: try it in a child before it can take the host.
             let probe = PluginProbe.probe(path, executable: configuration.workerExecutable,
-                                          allowInsecure: configuration.allowInsecurePlugins)
+                                          allowInsecure: configuration.allowInsecurePlugins, logger: logger)
             if let error = probe.error {
                 logger.error("\(error.description)")
                 registry.refuse(error)

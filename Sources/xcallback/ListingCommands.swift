@@ -26,7 +26,7 @@ private func probeAll(_ options: PluginDirectoryOptions, sandboxing: WorkerSandb
     var probed: [PluginStatus] = []
     for candidate in scan.candidates {
         var status = PluginProbe.probe(candidate, executable: Environment.executable, allowInsecure: options.allowInsecure,
-                                       sandboxing: sandboxing, taken: taken)
+                                       sandboxing: sandboxing, taken: taken, logger: Diagnostics.logger)
         if let info = status.info, status.isLoaded {
             // The host refuses a second plug-in of the same name.
             if !names.insert(info.name).inserted {
@@ -161,7 +161,7 @@ struct CheckCommand: ParsableCommand {
         guard let file else { return try checkFolders() }
         let sandboxing = try sandbox.sandboxing()
         let status = PluginProbe.probe(file, executable: Environment.executable, allowInsecure: allowInsecure,
-                                       sandboxing: sandboxing)
+                                       sandboxing: sandboxing, logger: Diagnostics.logger)
         sandboxing.removeScratchFolders()
         guard status.isLoaded, let info = status.info else {
             throw Failure.exit(status.error?.description ?? "\(file): not a valid plug-in")
@@ -214,7 +214,7 @@ struct ProbeCommand: ParsableCommand {
     @Option(name: .customLong("taken")) var taken: String?
 
     func run() throws {
-        Diagnostics.bootstrap(level: .error)
+        Diagnostics.bootstrapWorker(level: .error)
         let plan = sandbox.flatMap(SandboxPlan.init(encoded:))
         if sandbox != nil && plan == nil { throw ExitCode(2) }
         let routes = taken.flatMap(PluginProbe.decodeTaken)

@@ -30,9 +30,11 @@ public enum PluginProbe {
     /// file would, before its constructors run.
     /// `taken` are the routes plug-ins loaded before it own (pattern,
     /// owner): registering one fails as it would in the host.
+    /// What the plug-in prints while it loads is logged to `logger`, as a
+    /// worker's is (`WorkerOutputRelay`).
     public static func probe(_ path: String, executable: String, allowInsecure: Bool,
                              sandboxing: WorkerSandboxing? = nil, taken: [QueryParameter] = [],
-                             timeLimit: Int32 = PluginProbe.timeLimit) -> PluginStatus {
+                             timeLimit: Int32 = PluginProbe.timeLimit, logger: Logger? = nil) -> PluginStatus {
         // The child loads the very file checked here.
         let file: PluginFile
         do {
@@ -51,6 +53,22 @@ public enum PluginProbe {
         guard xcallback_pipe_cloexec(&output) == 0 else {
             return failed(path, .other("pipe: \(String(cString: strerror(errno)))"))
         }
+        // Its stderr is a pipe of its own too, never the caller's (a plug-in
+        // could set O_NONBLOCK on that, or truncate it). Non-blocking on the
+        // probe's side: past a pipe's worth, its prints are dropped rather
+        // than stalling it, and the caller reads them once it has ended.
+        var errors: [Int32] = [0, 0]
+        guard xcallback_pipe_cloexec(&errors) == 0 else {
+            close(output[0])
+            close(output[1])
+            return failed(path, .other("pipe: \(String(cString: strerror(errno)))"))
+        }
+        _ = fcntl(errors[0], F_SETFL, O_NONBLOCK)
+        _ = fcntl(errors[1], F_SETFL, O_NONBLOCK)
+        defer {
+            logPrinted(errors[0], by: path, to: logger)
+            close(errors[0])
+        }
         let arguments: [UnsafeMutablePointer<CChar>?] = [strdup(executable), strdup(subcommand), strdup(path)]
             + (allowInsecure ? [strdup(WorkerMain.allowInsecureFlag)] : [])
             + (plan.map { [strdup(WorkerMain.sandboxOption), strdup($0.encoded)] } ?? [])
@@ -58,12 +76,13 @@ public enum PluginProbe {
         defer { arguments.forEach { free($0) } }
         var pid = pid_t()
         let library = ChildDescriptors.Placement(descriptor: file.descriptor, number: WorkerMain.libraryDescriptor)
-        let status = ChildDescriptors.withFileActions(stdout: output[1], placing: [library]) { actions in
-            ChildSignals.withSpawnAttributes(resetting: [SIGPIPE]) { attributes in
+        let status = ChildDescriptors.withFileActions(stdout: output[1], stderr: errors[1], placing: [library]) { actions in
+            ChildSignals.withSpawnAttributes(resetting: [SIGPIPE], newSession: true) { attributes in
                 ChildEnvironment.withEnvironment(for: plan) { posix_spawn(&pid, executable, &actions, &attributes, arguments, $0) }
             }
         }
         close(output[1])
+        close(errors[1])
         guard status == 0 else {
             close(output[0])
             return failed(path, .other("cannot start the probe: \(String(cString: strerror(status)))"))
@@ -232,6 +251,28 @@ public enum PluginProbe {
             bytes.append(contentsOf: chunk[0..<count])
         }
         return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Logs what the probe printed (what its pipe holds), a line at a
+    /// time, escaped and cut as a worker's output is.
+    private static func logPrinted(_ descriptor: Int32, by path: String, to logger: Logger?) {
+        guard let logger else { return }
+        var lines = OutputLines()
+        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
+        let log = { (line: OutputLines.Line) in
+            let escaped = PrintableText.escaping(String(decoding: line.text, as: UTF8.self))
+            let (level, message) = WorkerLogHandler.level(of: escaped[...])
+            let cut = line.cut > 0 ? " [\(line.cut) more bytes cut]" : ""
+            logger.log(level: level, "\(message)\(cut)",
+                       metadata: ["plugin": .string(PrintableText.escaping(path)), "stream": "stderr"])
+        }
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { break }
+            chunk.withUnsafeBytes { lines.take(UnsafeRawBufferPointer(rebasing: $0[..<count]), emit: log) }
+        }
+        lines.end(emit: log)
     }
 
     /// SIGSEGV, SIGABRT… for messages.
