@@ -309,3 +309,21 @@ void xcallback_keep_freed_memory(void) {
        buffer or a long line must not be an mmap and munmap each time. */
     mallopt(M_MMAP_THRESHOLD, 4 << 20);
 }
+
+/* --- The signal thread -------------------------------------------------- */
+
+#include <sys/signalfd.h>
+
+int xcallback_signal_descriptor(const sigset_t *signals) {
+    return signalfd(-1, signals, SFD_CLOEXEC);
+}
+
+int xcallback_read_signal(int descriptor) {
+    struct signalfd_siginfo info;
+    for (;;) {
+        ssize_t got = read(descriptor, &info, sizeof info);
+        if (got == (ssize_t)sizeof info) return (int)info.ssi_signo;
+        if (got < 0 && errno == EINTR) continue;
+        return -1;
+    }
+}

@@ -108,4 +108,16 @@ int xcallback_thread_count(void);
  * see Support/Allocator.swift. */
 void xcallback_keep_freed_memory(void);
 
+/* --- The signal thread (xcallback/SignalWaiter.swift) -------------------- */
+
+#include <signal.h>
+
+/* A signalfd(2) for `signals` (close-on-exec), which must be blocked in
+ * every thread. Returns the descriptor, or -1 with errno set. */
+int xcallback_signal_descriptor(const sigset_t *signals);
+
+/* Reads one signal from a descriptor of xcallback_signal_descriptor,
+ * waiting for it (EINTR is retried). Returns its number, or -1. */
+int xcallback_read_signal(int descriptor);
+
 #endif
