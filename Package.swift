@@ -88,7 +88,7 @@ let package = Package(
         .executableTarget(
             name: "xcallback",
             dependencies: [
-                "XCallbackHost", "XCallbackSandbox", "CSDKHeader",
+                "XCallbackHost", "XCallbackSandbox", "CSDKHeader", "CHostSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -99,7 +99,7 @@ let package = Package(
         .executableTarget(
             name: "xcallback-queue",
             dependencies: [
-                "XCallbackHost", "XCallbackSandbox", "XCallbackQueue", "CSDKHeader",
+                "XCallbackHost", "XCallbackSandbox", "XCallbackQueue", "CSDKHeader", "CHostSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -311,3 +311,225 @@ void xcallback_keep_freed_memory(void) {
        buffer or a long line must not be an mmap and munmap each time. */
     mallopt(M_MMAP_THRESHOLD, 4 << 20);
 }
+
+/* --- The signal thread -------------------------------------------------- */
+
+#include <sys/signalfd.h>
+
+int xcallback_signal_descriptor(const sigset_t *signals) {
+    return signalfd(-1, signals, SFD_CLOEXEC);
+}
+
+int xcallback_read_signal(int descriptor) {
+    struct signalfd_siginfo info;
+    for (;;) {
+        ssize_t got = read(descriptor, &info, sizeof info);
+        if (got == (ssize_t)sizeof info) return (int)info.ssi_signo;
+        if (got < 0 && errno == EINTR) continue;
+        return -1;
+    }
+}
+
+/* --- A crashing host ------------------------------------------------------ */
+
+#include <stdatomic.h>
+#include <time.h>
+
+__thread const char *xcallback_running_plugin __attribute__((tls_model("initial-exec"))) = NULL;
+
+static const int crash_signals[] = { SIGSEGV, SIGBUS, SIGILL, SIGTRAP, SIGFPE, SIGABRT, SIGQUIT };
+#define CRASH_SIGNAL_COUNT (int)(sizeof crash_signals / sizeof crash_signals[0])
+
+/* What each signal did before: the Swift runtime's backtracer, unless the
+   user turned it off. Called after the line only with `chain`. */
+static struct sigaction crash_previous[CRASH_SIGNAL_COUNT];
+static int crash_chain;
+static int crash_json;
+static atomic_int crash_taken;
+
+static const char *crash_signal_name(int signal) {
+    switch (signal) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGBUS: return "SIGBUS";
+    case SIGILL: return "SIGILL";
+    case SIGTRAP: return "SIGTRAP";
+    case SIGFPE: return "SIGFPE";
+    case SIGABRT: return "SIGABRT";
+    case SIGQUIT: return "SIGQUIT";
+    default: return "a signal";
+    }
+}
+
+/* The line is built in a fixed buffer: no allocation, no stdio, nothing a
+   signal handler may not call. */
+struct crash_line {
+    char bytes[512];
+    size_t length;
+};
+
+static void crash_append(struct crash_line *line, const char *text) {
+    while (*text != 0 && line->length < sizeof line->bytes - 2) line->bytes[line->length++] = *text++;
+}
+
+static void crash_append_number(struct crash_line *line, unsigned long value, int width) {
+    char digits[24];
+    int count = 0;
+    do {
+        digits[count++] = (char)('0' + value % 10);
+        value /= 10;
+    } while (value != 0 && count < (int)sizeof digits);
+    while (count < width && count < (int)sizeof digits) digits[count++] = '0';
+    while (count > 0 && line->length < sizeof line->bytes - 2) line->bytes[line->length++] = digits[--count];
+}
+
+/* RFC 3339 UTC with milliseconds, as UTCTimestamp writes it (gmtime_r is
+   not async-signal-safe: the civil date is computed here). */
+static void crash_append_time(struct crash_line *line) {
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    long long seconds = (long long)now.tv_sec;
+    long long days = seconds / 86400;
+    long long rest = seconds % 86400;
+    /* Days since 1970-01-01 to year, month, day (Howard Hinnant's algorithm). */
+    long long shifted = days + 719468;
+    long long era = (shifted >= 0 ? shifted : shifted - 146096) / 146097;
+    long long day_of_era = shifted - era * 146097;
+    long long year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36524 - day_of_era / 146096) / 365;
+    long long day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    long long month_index = (5 * day_of_year + 2) / 153;
+    long long day = day_of_year - (153 * month_index + 2) / 5 + 1;
+    long long month = month_index < 10 ? month_index + 3 : month_index - 9;
+    long long year = year_of_era + era * 400 + (month <= 2);
+    crash_append_number(line, (unsigned long)year, 4);
+    crash_append(line, "-");
+    crash_append_number(line, (unsigned long)month, 2);
+    crash_append(line, "-");
+    crash_append_number(line, (unsigned long)day, 2);
+    crash_append(line, "T");
+    crash_append_number(line, (unsigned long)(rest / 3600), 2);
+    crash_append(line, ":");
+    crash_append_number(line, (unsigned long)(rest / 60 % 60), 2);
+    crash_append(line, ":");
+    crash_append_number(line, (unsigned long)(rest % 60), 2);
+    crash_append(line, ".");
+    crash_append_number(line, (unsigned long)(now.tv_nsec / 1000000), 3);
+    crash_append(line, "Z");
+}
+
+/* One line: what happened, and what to do about it. Plug-in names are
+   1-64 characters of A-Z a-z 0-9 . _ - (PluginLoader): nothing to escape. */
+static void crash_build_line(struct crash_line *line, int signal, const siginfo_t *info) {
+    const char *name = crash_signal_name(signal);
+    /* Sent by another process (kill, or a terminal's Ctrl-\ for SIGQUIT),
+       not raised by something this process did. */
+    int sent = info != NULL && info->si_code <= 0 && info->si_pid != getpid();
+    const char *plugin = sent || signal == SIGQUIT ? NULL : xcallback_running_plugin;
+    if (crash_json) {
+        crash_append(line, "{\"time\":\"");
+        crash_append_time(line);
+        crash_append(line, "\",\"level\":\"critical\",\"label\":\"xcallback\",\"message\":\"");
+    } else {
+        crash_append(line, "xcallback: ");
+    }
+    if (sent) {
+        crash_append(line, "the host was killed by ");
+        crash_append(line, name);
+        crash_append(line, " from process ");
+        crash_append_number(line, (unsigned long)info->si_pid, 1);
+    } else if (signal == SIGQUIT) {
+        crash_append(line, "the host quit on SIGQUIT");
+    } else {
+        crash_append(line, "the host crashed (");
+        crash_append(line, name);
+        crash_append(line, ")");
+        if (plugin != NULL) {
+            crash_append(line, " while in-process plug-in '");
+            crash_append(line, plugin);
+            crash_append(line, "' handled a request; run it with --isolation process to contain it");
+        } else if (!crash_chain) {
+            crash_append(line, "; SWIFT_BACKTRACE=enable=yes prints a backtrace");
+        }
+    }
+    if (crash_json) crash_append(line, "\",\"metadata\":{}}");
+    line->bytes[line->length++] = '\n';
+}
+
+static void crash_write(const char *bytes, size_t length) {
+    while (length > 0) {
+        ssize_t written = write(STDERR_FILENO, bytes, length);
+        if (written < 0) {
+            if (errno == EINTR) continue;
+            return;
+        }
+        bytes += written;
+        length -= (size_t)written;
+    }
+}
+
+static void crash_die(int signal) {
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = SIG_DFL;
+    sigemptyset(&action.sa_mask);
+    sigaction(signal, &action, NULL);
+    sigset_t only;
+    sigemptyset(&only);
+    sigaddset(&only, signal);
+    pthread_sigmask(SIG_UNBLOCK, &only, NULL);
+    raise(signal);
+    /* Every one of these signals terminates by default; not reached. */
+    _exit(128 + signal);
+}
+
+static void crash_handler(int signal, siginfo_t *info, void *context) {
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&crash_taken, &expected, 1)) {
+        /* Another thread crashed first and is writing the line (or running
+           the backtracer): let it finish, then die if it has not. */
+        struct timespec pause_for = { 0, 100 * 1000 * 1000 };
+        for (int i = 0; i < 50; i++) nanosleep(&pause_for, NULL);
+        crash_die(signal);
+    }
+    int saved = errno;
+    struct crash_line line;
+    line.length = 0;
+    crash_build_line(&line, signal, info);
+    crash_write(line.bytes, line.length);
+    if (crash_chain) {
+        for (int i = 0; i < CRASH_SIGNAL_COUNT; i++) {
+            if (crash_signals[i] != signal) continue;
+            struct sigaction *previous = &crash_previous[i];
+            if (previous->sa_flags & SA_SIGINFO) {
+                errno = saved;
+                previous->sa_sigaction(signal, info, context);
+            } else if (previous->sa_handler != SIG_DFL && previous->sa_handler != SIG_IGN) {
+                errno = saved;
+                previous->sa_handler(signal);
+            }
+        }
+    }
+    crash_die(signal);
+}
+
+int xcallback_install_crash_report(int chain, int json) {
+    crash_chain = chain;
+    crash_json = json;
+    for (int i = 0; i < CRASH_SIGNAL_COUNT; i++) {
+        if (sigaction(crash_signals[i], NULL, &crash_previous[i]) != 0) return -1;
+    }
+    for (int i = 0; i < CRASH_SIGNAL_COUNT; i++) {
+        struct sigaction action;
+        memset(&action, 0, sizeof action);
+        action.sa_sigaction = crash_handler;
+        /* On the alternate stack where there is one (the main thread's,
+           from the Swift runtime), so a stack overflow there is reported
+           too. The other crash signals stay deliverable inside the handler,
+           as the runtime's own handler has them, so a second crash while
+           it runs is not a silent hang; everything else waits. */
+        action.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+        sigfillset(&action.sa_mask);
+        for (int j = 0; j < CRASH_SIGNAL_COUNT; j++) sigdelset(&action.sa_mask, crash_signals[j]);
+        if (sigaction(crash_signals[i], &action, NULL) != 0) return -1;
+    }
+    return 0;
+}

@@ -63,6 +63,9 @@ struct RunCommand: ParsableCommand {
         // (created after this) inherits the mask and never sees them.
         let signals = SignalWaiter.blockHostSignals()
         signal(SIGPIPE, SIG_IGN)
+        // A crash, from here on (in-process plug-ins included), is one line
+        // and death by the signal, not the Swift runtime's backtrace.
+        CrashReport.install(format: logFormat.value)
 
         // stdout is for records only: keep it for the host, and point fd 1 at
         // stderr so nothing a plug-in prints can reach it.

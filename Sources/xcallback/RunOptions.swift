@@ -135,6 +135,9 @@ extension RunCommand {
           SIGHUP           load plug-in files added or changed since the
                            last scan
           SIGUSR1          print the summary line so far
+          SIGSEGV, SIGABRT, ... (a crash, an in-process plug-in's too):
+                           one line naming it, then death by the signal;
+                           SWIFT_BACKTRACE=enable=yes adds a backtrace
         """
 
     var files: [String] { input.files }

@@ -1,13 +1,23 @@
+import CHostSupport
+import Logging
 import Synchronization
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Takes SIGINT, SIGTERM, SIGHUP and SIGUSR1 on one dedicated thread
-/// (sigwait), so the handling code is ordinary code, not async-signal-safe
-/// code. Blocked in every other thread: SIGUSR1's default action would
-/// otherwise kill the host.
+/// Takes SIGINT, SIGTERM, SIGHUP and SIGUSR1 on one dedicated thread, so
+/// the handling code is ordinary code, not async-signal-safe code. They stay
+/// blocked in every thread, that one included: it reads them from a
+/// signalfd. SIGUSR1's default action would otherwise kill the host.
+///
+/// Not sigwait: while a thread waits in sigwait, the kernel shows the
+/// signals it waits for as unblocked (`SigBlk` in /proc/PID/task/TID/status).
+/// The Swift runtime's crash handler stops each thread with the first of
+/// SIGUSR1, SIGUSR2 and SIGPROF it finds unblocked there, so it sent that
+/// thread SIGUSR1: sigwait took it as a request for a summary, and the
+/// thread never stopped, so the handler tried again, 16 times 2 s apart. A
+/// crashed host printed its summary 16 times and lingered 32 s more.
 struct SignalWaiter: Sendable {
     private let signals: [Int32] = [SIGINT, SIGTERM, SIGHUP, SIGUSR1]
 
@@ -36,8 +46,15 @@ struct SignalWaiter: Sendable {
     /// at once), SIGHUP `onReload`, SIGUSR1 `onReport`.
     func start(onStop: @escaping @Sendable () -> Void, onReload: @escaping @Sendable () -> Void,
                onReport: @escaping @Sendable () -> Void) {
-        let set = signalSet
-        let thread = SignalThread(set: set, onStop: onStop, onReload: onReload, onReport: onReport)
+        var set = signalSet
+        let descriptor = xcallback_signal_descriptor(&set)
+        guard descriptor >= 0 else {
+            // Linux has had signalfd since 2.6.22; without it the signals
+            // stay blocked, and a stop needs SIGKILL.
+            Diagnostics.logger.error("cannot take signals: signalfd: \(String(cString: strerror(errno)))")
+            return
+        }
+        let thread = SignalThread(descriptor: descriptor, onStop: onStop, onReload: onReload, onReport: onReport)
         var handle = pthread_t()
         let box = Unmanaged.passRetained(thread).toOpaque()
         pthread_create(&handle, nil, { raw in
@@ -50,14 +67,14 @@ struct SignalWaiter: Sendable {
 }
 
 private final class SignalThread: @unchecked Sendable {
-    var set: sigset_t
+    let descriptor: Int32
     let onStop: @Sendable () -> Void
     let onReload: @Sendable () -> Void
     let onReport: @Sendable () -> Void
 
-    init(set: sigset_t, onStop: @escaping @Sendable () -> Void, onReload: @escaping @Sendable () -> Void,
+    init(descriptor: Int32, onStop: @escaping @Sendable () -> Void, onReload: @escaping @Sendable () -> Void,
          onReport: @escaping @Sendable () -> Void) {
-        self.set = set
+        self.descriptor = descriptor
         self.onStop = onStop
         self.onReload = onReload
         self.onReport = onReport
@@ -66,8 +83,8 @@ private final class SignalThread: @unchecked Sendable {
     func run() {
         var stops = 0
         while true {
-            var received: Int32 = 0
-            guard sigwait(&set, &received) == 0 else { continue }
+            let received = xcallback_read_signal(descriptor)
+            guard received > 0 else { return }  // the descriptor failed: not for a blocking read
             if received == SIGHUP {
                 onReload()
             } else if received == SIGUSR1 {

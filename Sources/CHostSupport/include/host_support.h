@@ -108,4 +108,45 @@ int xcallback_thread_count(void);
  * see Support/Allocator.swift. */
 void xcallback_keep_freed_memory(void);
 
+/* --- The signal thread (xcallback/SignalWaiter.swift) -------------------- */
+
+#include <signal.h>
+
+/* A signalfd(2) for `signals` (close-on-exec), which must be blocked in
+ * every thread. Returns the descriptor, or -1 with errno set. */
+int xcallback_signal_descriptor(const sigset_t *signals);
+
+/* Reads one signal from a descriptor of xcallback_signal_descriptor,
+ * waiting for it (EINTR is retried). Returns its number, or -1. */
+int xcallback_read_signal(int descriptor);
+
+/* --- A crashing host (Diagnostics/CrashReport.swift) ---------------------- */
+
+/* The in-process plug-in whose code this thread runs: its name as a
+ * NUL-terminated string that lives as long as the process, or NULL. Read
+ * by the crash handler on the crashing thread. */
+extern __thread const char *xcallback_running_plugin
+    __attribute__((tls_model("initial-exec")));
+
+/* Marks this thread as running `plugin`'s code; returns the mark it had, to
+ * hand back to xcallback_leave_plugin (calls may nest). */
+static inline const char *xcallback_enter_plugin(const char *plugin) {
+    const char *outer = xcallback_running_plugin;
+    xcallback_running_plugin = plugin;
+    return outer;
+}
+
+static inline void xcallback_leave_plugin(const char *outer) {
+    xcallback_running_plugin = outer;
+}
+
+/* Installs the host's handler for the signals of a crash (SIGSEGV, SIGBUS,
+ * SIGILL, SIGTRAP, SIGFPE, SIGABRT, SIGQUIT). On the first of them it
+ * writes one line to stderr naming the signal (and the plug-in the thread
+ * was running, if any), in JSON when `json` is set, then dies by that
+ * signal at its default action. With `chain`, the handler each signal had
+ * before (the Swift runtime's backtracer) runs after the line, before the
+ * death. Returns 0, or -1 with errno set. */
+int xcallback_install_crash_report(int chain, int json);
+
 #endif

@@ -50,7 +50,7 @@ extension Dispatcher {
                                    owner: self)
         let reply = HostAPI.replies.openSynchronous(request: native, plugin: route.plugin, call: call)
         lane.inFlight.store(reply.token &+ 1, ordering: .releasing)
-        route.function(native.opaque, reply, route.userData)
+        route.mark.whileRunning { route.function(native.opaque, reply, route.userData) }
         lane.inFlight.store(0, ordering: .releasing)
 
         var promoted: PendingRequest?

@@ -20,10 +20,10 @@ final class InProcessEndpoint: PluginEndpoint, PathIdentified {
             let native = NativeRequest(request, route: plugin.registrations[index].pattern.text)
             let reply = HostAPI.replies.open(request: native, plugin: plugin.name, deliver: call.deliver)
             call.whenAbandoned { HostAPI.replies.expire(reply) }
-            handler.function(native.opaque, reply, handler.userData)
+            plugin.mark.whileRunning { handler.function(native.opaque, reply, handler.userData) }
         case .bound(let function):
             // Completes before it returns: no reply token, nothing to abandon.
-            call.deliver(.outcome(function.call(request)))
+            call.deliver(.outcome(plugin.mark.whileRunning { function.call(request) }))
         }
     }
 }

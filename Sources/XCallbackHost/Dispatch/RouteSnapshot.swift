@@ -14,14 +14,17 @@ final class RouteSnapshot: Sendable {
         let function: xcallback_handler
         let userData: UnsafeMutableRawPointer?
         let plugin: String
+        let mark: PluginMark
         /// The pattern as registered (`request_route`), and its bytes.
         let pattern: String
         let patternBytes: [UInt8]
 
-        init(function: xcallback_handler, userData: UnsafeMutableRawPointer?, plugin: String, pattern: String) {
+        init(function: xcallback_handler, userData: UnsafeMutableRawPointer?, plugin: String, mark: PluginMark,
+             pattern: String) {
             self.function = function
             self.userData = userData
             self.plugin = plugin
+            self.mark = mark
             self.pattern = pattern
             patternBytes = Array(pattern.utf8)
         }
@@ -67,7 +70,7 @@ final class RouteSnapshot: Sendable {
                 continue
             }
             native.append(NativeRoute(function: handler.function, userData: handler.userData, plugin: endpoint.pluginName,
-                                      pattern: pattern.text))
+                                      mark: endpoint.plugin.mark, pattern: pattern.text))
         }
         self.native = native
         self.workers = workers

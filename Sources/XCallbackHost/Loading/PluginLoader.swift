@@ -26,6 +26,8 @@ public final class LoadedPlugin: Sendable {
     let handle: PluginHandle
     let registrations: [Registration]
     private let shutdownFunction: xcallback_shutdown_function?
+    /// Names this plug-in in the crash line of a host it takes down.
+    let mark: PluginMark
 
     init(info: PluginInfo, handle: PluginHandle, registrations: [Registration],
          shutdown: xcallback_shutdown_function?) {
@@ -33,6 +35,7 @@ public final class LoadedPlugin: Sendable {
         self.handle = handle
         self.registrations = registrations
         self.shutdownFunction = shutdown
+        mark = CrashReport.mark(for: info.name)
     }
 
     public var name: String { info.name }
