@@ -17,6 +17,7 @@ struct ChildInheritanceTests {
     static let peekSource = #"""
         #include <dirent.h>
         #include <fcntl.h>
+        #include <pthread.h>
         #include <stdio.h>
         #include <stdlib.h>
         #include <string.h>
@@ -26,6 +27,10 @@ struct ChildInheritanceTests {
         XCALLBACK_PLUGIN("peek", "1.0.0", "Reads fd 0 and lists open descriptors")
 
         static const xcallback_host_api *host;
+        /* A worker may run two handlers at once (one whose thread the
+         * machine's load held up is handed on): one listing must not see
+         * the other's directory descriptor. */
+        static pthread_mutex_t listing = PTHREAD_MUTEX_INITIALIZER;
 
         static void peek(const xcallback_request *request, xcallback_reply reply, void *data) {
             (void)request; (void)data;
@@ -39,6 +44,7 @@ struct ChildInheritanceTests {
                 fcntl(0, F_SETFL, flags);
             }
             char list[4096] = "";
+            pthread_mutex_lock(&listing);
             DIR *directory = opendir("/proc/self/fd");
             struct dirent *entry;
             while (directory != NULL && (entry = readdir(directory)) != NULL) {
@@ -47,6 +53,7 @@ struct ChildInheritanceTests {
                 strncat(list, entry->d_name, sizeof list - strlen(list) - 1);
             }
             if (directory != NULL) closedir(directory);
+            pthread_mutex_unlock(&listing);
             char stolenText[32];
             snprintf(stolenText, sizeof stolenText, "%ld", stolen);
             xcallback_param params[] = { { "stolen", stolenText }, { "fds", list } };
