@@ -194,6 +194,19 @@ static const struct soft_denial soft_denials[] = {
     {"clone", EAGAIN, XCALLBACK_DENIED_FORK},
     {"setsid", EPERM, XCALLBACK_DENIED_SESSION},
     {"setpgid", EPERM, XCALLBACK_DENIED_SESSION},
+    {"shmget", EACCES, XCALLBACK_DENIED_IPC},
+    {"shmat", EACCES, XCALLBACK_DENIED_IPC},
+    {"shmctl", EACCES, XCALLBACK_DENIED_IPC},
+    {"shmdt", EACCES, XCALLBACK_DENIED_IPC},
+    {"msgget", EACCES, XCALLBACK_DENIED_IPC},
+    {"msgsnd", EACCES, XCALLBACK_DENIED_IPC},
+    {"msgrcv", EACCES, XCALLBACK_DENIED_IPC},
+    {"msgctl", EACCES, XCALLBACK_DENIED_IPC},
+    {"semget", EACCES, XCALLBACK_DENIED_IPC},
+    {"semop", EACCES, XCALLBACK_DENIED_IPC},
+    {"semtimedop", EACCES, XCALLBACK_DENIED_IPC},
+    {"semctl", EACCES, XCALLBACK_DENIED_IPC},
+    {"ipc", EACCES, XCALLBACK_DENIED_IPC},
 };
 
 static const struct soft_denial *soft_denial_for(int number) {
@@ -326,6 +339,17 @@ int xcallback_seccomp_load(const xcallback_seccomp_grant *grant, int supervisor)
     result |= rule(filter, SCMP_ACT_ERRNO(EPERM), "ioprio_set", 1, SCMP_A0_32(SCMP_CMP_NE, 1));
 
     if (!grant->network) result |= soft(filter, supervised, "socket", 0, none);
+    if (!grant->ipc) {
+        /* System V IPC objects are found by number, by anyone, and only
+         * their mode guards them: another process of the same user keeps
+         * its shared memory and queued messages there (0600 keeps out other
+         * users, not the worker). */
+        const char *const ipc_calls[] = {"shmget", "shmat", "shmctl", "shmdt", "msgget", "msgsnd", "msgrcv",
+                                         "msgctl", "semget", "semop", "semtimedop", "semctl", "ipc"};
+        for (size_t i = 0; i < sizeof ipc_calls / sizeof ipc_calls[0]; i++) {
+            result |= soft(filter, supervised, ipc_calls[i], 0, none);
+        }
+    }
     if (!grant->exec) {
         result |= soft(filter, supervised, "execve", 0, none);
         result |= soft(filter, supervised, "execveat", 0, none);

@@ -123,8 +123,8 @@ public enum WorkerSandbox {
         }
         if support.seccomp {
             var grant = xcallback_seccomp_grant(network: capabilities.network ? 1 : 0, exec: capabilities.exec ? 1 : 0,
-                                                processes: capabilities.processes > 0 ? 1 : 0, own_pid: getpid(),
-                                                host_pid: host)
+                                                processes: capabilities.processes > 0 ? 1 : 0,
+                                                ipc: capabilities.ipc ? 1 : 0, own_pid: getpid(), host_pid: host)
             let result = xcallback_seccomp_load(&grant, supervisor)
             guard result == 0 else { throw SandboxError("cannot load the seccomp filter: \(String(cString: strerror(-result)))") }
             layers.append(supervisor >= 0 ? "seccomp (supervised)" : "seccomp")

@@ -23,6 +23,7 @@ struct CapabilityFileTests {
           arguments: [
               ("netwrok = true", "x.caps.toml: unknown key 'netwrok'"),
               ("network = \"yes\"", "'network' must be true or false"),
+              ("ipc = 1", "'ipc' must be true or false"),
               ("memory = 1", "'memory' must be a whole number from 16"),
               ("processes = -1", "'processes' must be a whole number from 0"),
               ("[files]\nread = [\"relative\"]", "each entry must be an absolute path without '..'"),
@@ -90,6 +91,7 @@ struct CapabilityFileTests {
         capabilities.filesRead = ["/a b/c&d=e%f", "/ü/\u{7}"]
         capabilities.filesWrite = ["/w"]
         capabilities.processes = 3
+        capabilities.ipc = true
         let plan = SandboxPlan(capabilities: capabilities, scratch: "/tmp/s x", pluginPath: "./p/lib&.so", strict: true)
         #expect(SandboxPlan(encoded: plan.encoded) == plan)
         #expect(!plan.encoded.contains(" "))

@@ -33,12 +33,14 @@ typedef struct {
     int network;      /* socket() of any family */
     int exec;         /* execve, execveat */
     int processes;    /* fork, vfork, clone without CLONE_THREAD */
+    int ipc;          /* System V shared memory, message queues, semaphores */
     int own_pid;      /* the worker: signals to any other pid are violations unless processes */
     int host_pid;     /* the host: signalling or reprioritizing it is a violation (as for the parent) */
 } xcallback_seccomp_grant;
 
 /* Loads the worker's seccomp filter on every thread (TSYNC). Calls that are
- * merely not granted (socket, exec, fork, setsid) fail with an errno;
+ * merely not granted (socket, connect, exec, fork, setsid, System V IPC)
+ * fail with an errno;
  * dangerous calls (ptrace, process_vm_*, mount, bpf, kill outside the
  * worker, ...) end the worker. With `supervisor` (a Unix socket to the
  * host; -1: none) both kinds wait in the kernel for the host to answer: the
@@ -57,6 +59,7 @@ enum {
     XCALLBACK_DENIED_EXEC = 1 << 1,
     XCALLBACK_DENIED_FORK = 1 << 2,
     XCALLBACK_DENIED_SESSION = 1 << 3,
+    XCALLBACK_DENIED_IPC = 1 << 5,
 };
 
 /* The host's side. */
