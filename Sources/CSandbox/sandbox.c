@@ -187,6 +187,9 @@ struct soft_denial {
 };
 static const struct soft_denial soft_denials[] = {
     {"socket", EACCES, XCALLBACK_DENIED_SOCKET},
+    {"socketpair", EACCES, XCALLBACK_DENIED_SOCKET},
+    {"connect", EACCES, XCALLBACK_DENIED_ADDRESS},
+    {"sendto", EACCES, XCALLBACK_DENIED_ADDRESS},
     {"execve", EACCES, XCALLBACK_DENIED_EXEC},
     {"execveat", EACCES, XCALLBACK_DENIED_EXEC},
     {"fork", EAGAIN, XCALLBACK_DENIED_FORK},
@@ -338,7 +341,29 @@ int xcallback_seccomp_load(const xcallback_seccomp_grant *grant, int supervisor)
      * process of a root host), so only IOPRIO_WHO_PROCESS (1) may pass. */
     result |= rule(filter, SCMP_ACT_ERRNO(EPERM), "ioprio_set", 1, SCMP_A0_32(SCMP_CMP_NE, 1));
 
-    if (!grant->network) result |= soft(filter, supervised, "socket", 0, none);
+    if (!grant->network) {
+        result |= soft(filter, supervised, "socket", 0, none);
+        /* A Unix datagram socket needs no socket(): socketpair makes one,
+         * and sendto or connect then reaches any socket on a path it may
+         * look up (/dev/log, journald, another program's). Stream and
+         * seqpacket pairs stay (the worker's own channels are such): a
+         * connected stream socket refuses an address (EISCONN) and a
+         * seqpacket one ignores it, so sendmsg needs no rule. SOCK_RAW is a
+         * datagram socket too, so only those two types pass: the type's low
+         * four bits must be 1 (stream) or 5 (seqpacket), i.e. bit 0 set and
+         * bits 1 and 3 clear. */
+        const struct scmp_arg_cmp datagram[] = {
+            SCMP_A1_32(SCMP_CMP_MASKED_EQ, 0x1, 0x0),
+            SCMP_A1_32(SCMP_CMP_MASKED_EQ, 0x2, 0x2),
+            SCMP_A1_32(SCMP_CMP_MASKED_EQ, 0x8, 0x8),
+        };
+        for (size_t i = 0; i < sizeof datagram / sizeof datagram[0]; i++) {
+            result |= soft(filter, supervised, "socketpair", 1, datagram[i]);
+        }
+        result |= soft(filter, supervised, "connect", 0, none);
+        /* send() is sendto with no address: only an address is refused. */
+        result |= soft(filter, supervised, "sendto", 1, SCMP_A4_64(SCMP_CMP_NE, 0));
+    }
     if (!grant->ipc) {
         /* System V IPC objects are found by number, by anyone, and only
          * their mode guards them: another process of the same user keeps

@@ -5,7 +5,8 @@
 /// network, no programs, no processes, reads limited to what it needs to
 /// load and run, writes only in its private scratch folder.
 public struct Capabilities: Sendable, Equatable {
-    /// Outbound sockets (`socket()` of any family; TCP connect and bind).
+    /// Outbound sockets (`socket()` of any family; TCP connect and bind;
+    /// `connect`, `sendto` an address, Unix datagram `socketpair`).
     public var network = false
     /// System V IPC (shared memory, message queues, semaphores).
     public var ipc = false

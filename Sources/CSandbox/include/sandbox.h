@@ -30,7 +30,7 @@ int xcallback_seccomp_available(void);
 
 /* What the seccomp filter allows beyond the base policy. */
 typedef struct {
-    int network;      /* socket() of any family */
+    int network;      /* socket() of any family; connect; sendto to an address; datagram socketpair */
     int exec;         /* execve, execveat */
     int processes;    /* fork, vfork, clone without CLONE_THREAD */
     int ipc;          /* System V shared memory, message queues, semaphores */
@@ -59,6 +59,7 @@ enum {
     XCALLBACK_DENIED_EXEC = 1 << 1,
     XCALLBACK_DENIED_FORK = 1 << 2,
     XCALLBACK_DENIED_SESSION = 1 << 3,
+    XCALLBACK_DENIED_ADDRESS = 1 << 4,
     XCALLBACK_DENIED_IPC = 1 << 5,
 };
 
