@@ -292,25 +292,42 @@ int xcallback_seccomp_load(const xcallback_seccomp_grant *grant, int supervisor)
     /* Signals. With no processes of its own, a worker may signal only
      * itself (raise, abort and pthread_kill use tgkill on their own pid).
      * With processes, Landlock's signal scope keeps it to its own
-     * descendants; the host and "everyone" (-1) stay off limits. */
+     * descendants; the host and "everyone" (-1) stay off limits.
+     *
+     * The rest of the family is ruled like kill: a call that names a
+     * process (tgkill's and rt_tgsigqueueinfo's thread group,
+     * rt_sigqueueinfo's pid) may name only the worker itself, or with
+     * processes anything but the host and the zygote (their groups and -1
+     * mean nothing to these calls: the kernel refuses them). tkill names a
+     * thread, not a process: the host's and the zygote's threads have ids
+     * of their own, which a filter cannot tell from a child's pid, so it may
+     * name only the worker's main thread, with processes or not (glibc never
+     * calls it). pidfd_send_signal stays fatal: the process behind a pidfd
+     * is out of the filter's sight, and on kernels before 6.12 no signal
+     * scope would stop it at the host. */
     uint32_t own = (uint32_t)grant->own_pid;
     /* The host, and the process that started the worker: the same, or the
      * zygote it was forked from, which every later worker comes from. */
     uint32_t guarded[2] = {(uint32_t)grant->host_pid, (uint32_t)getppid()};
     size_t guarded_count = guarded[0] == guarded[1] ? 1 : 2;
+    const char *const by_process[] = {"tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo"};
     if (!grant->processes) {
         result |= rule(filter, fatal, "kill", 1, SCMP_A0_32(SCMP_CMP_NE, own));
+        for (size_t i = 0; i < sizeof by_process / sizeof by_process[0]; i++) {
+            result |= rule(filter, fatal, by_process[i], 1, SCMP_A0_32(SCMP_CMP_NE, own));
+        }
     } else {
         for (size_t i = 0; i < guarded_count; i++) {
             /* The process, and the group it leads (the zygote leads one). */
             result |= rule(filter, fatal, "kill", 1, SCMP_A0_32(SCMP_CMP_EQ, guarded[i]));
             result |= rule(filter, fatal, "kill", 1, SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)-(int32_t)guarded[i]));
+            for (size_t j = 0; j < sizeof by_process / sizeof by_process[0]; j++) {
+                result |= rule(filter, fatal, by_process[j], 1, SCMP_A0_32(SCMP_CMP_EQ, guarded[i]));
+            }
         }
         result |= rule(filter, fatal, "kill", 1, SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)-1));
     }
-    result |= rule(filter, fatal, "tgkill", 1, SCMP_A0_32(SCMP_CMP_NE, own));
-    result |= rule(filter, fatal, "rt_sigqueueinfo", 1, SCMP_A0_32(SCMP_CMP_NE, own));
-    result |= rule(filter, fatal, "rt_tgsigqueueinfo", 1, SCMP_A0_32(SCMP_CMP_NE, own));
+    result |= rule(filter, fatal, "tkill", 1, SCMP_A0_32(SCMP_CMP_NE, own));
     result |= rule(filter, fatal, "pidfd_open", 1, SCMP_A0_32(SCMP_CMP_NE, own));
 
     /* Other processes' limits and priorities: no LSM hook guards them, and
