@@ -288,6 +288,22 @@ int xcallback_seccomp_load(const xcallback_seccomp_grant *grant, int supervisor)
     /* Typing into the host's terminal. */
     result |= rule(filter, fatal, "ioctl", 1, SCMP_A1_64(SCMP_CMP_MASKED_EQ, 0xFFFFFFFFu, TIOCSTI));
     result |= rule(filter, fatal, "ioctl", 1, SCMP_A1_64(SCMP_CMP_MASKED_EQ, 0xFFFFFFFFu, TIOCLINUX));
+    /* Taking the host's terminal from it: making the worker's group the
+     * foreground one (the host, in the background, stops at its next read),
+     * stopping its output (TCXONC: the host blocks at its next log line),
+     * flushing what it typed or wrote, making it a controlling terminal.
+     * ENOTTY, what each gives on a descriptor that is not a terminal (which
+     * a worker's are meant to be), rather than a violation: a library that
+     * tidies up a terminal it thinks it has (tcflush, tcsetpgrp in a job
+     * control shell a plug-in with `exec` runs) carries on as it would
+     * without one, and none of them can harm anything once refused. The
+     * number is 32 bits (the kernel's `unsigned int cmd`): the upper half
+     * of the register is masked off, as a caller may leave anything there. */
+    const unsigned long terminal_requests[] = {TIOCSPGRP, TCXONC, TCFLSH, TIOCSCTTY};
+    for (size_t i = 0; i < sizeof terminal_requests / sizeof terminal_requests[0]; i++) {
+        result |= rule(filter, SCMP_ACT_ERRNO(ENOTTY), "ioctl", 1,
+                       SCMP_A1_64(SCMP_CMP_MASKED_EQ, 0xFFFFFFFFu, terminal_requests[i]));
+    }
 
     /* Signals. With no processes of its own, a worker may signal only
      * itself (raise, abort and pthread_kill use tgkill on their own pid).
