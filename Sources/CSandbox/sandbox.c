@@ -6,6 +6,7 @@
 #include <linux/capability.h>
 #include <seccomp.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #ifndef SYS_landlock_create_ruleset
@@ -524,6 +526,86 @@ int xcallback_start_group_guardian(void) {
      * process a plug-in started, which the sandbox keeps in this group. */
     kill(-worker, SIGKILL);
     _exit(0);
+}
+
+/* --- Namespaces ----------------------------------------------------------- */
+
+/* "ID ID 1\n" (async-signal-safe, unlike snprintf: the probe runs it in a
+ * child forked from a host with threads). */
+static void id_map(char *map, unsigned id) {
+    char digits[16];
+    size_t count = 0, length = 0;
+    do digits[count++] = (char)('0' + id % 10);
+    while ((id /= 10) != 0 && count < sizeof digits);
+    for (int copy = 0; copy < 2; copy++) {
+        for (size_t i = count; i > 0; i--) map[length++] = digits[i - 1];
+        map[length++] = ' ';
+    }
+    map[length++] = '1';
+    map[length++] = '\n';
+    map[length] = 0;
+}
+
+static int write_text(const char *path, const char *text) {
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    size_t length = strlen(text);
+    ssize_t written = write(fd, text, length);
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return written == (ssize_t)length ? 0 : -1;
+}
+
+int xcallback_enter_namespaces(int ipc, int network) {
+    int flags = (ipc ? CLONE_NEWIPC : 0) | (network ? CLONE_NEWNET : 0);
+    int entered = (ipc ? XCALLBACK_NAMESPACE_IPC : 0) | (network ? XCALLBACK_NAMESPACE_NETWORK : 0);
+    if (flags == 0) return 0;
+    /* Root (CAP_SYS_ADMIN) needs no user namespace. */
+    if (unshare(flags) == 0) return entered;
+    if (errno != EPERM) return -1;
+    uid_t uid = geteuid();
+    gid_t gid = getegid();
+    /* A non-dumpable process's /proc/self files belong to root, so it could
+     * not write its own mappings: dumpable for these few calls, before any
+     * plug-in code, as a worker the host executes is anyway until its
+     * sandbox makes it non-dumpable. */
+    int dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+    if (dumpable == 0) prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+    int result = unshare(CLONE_NEWUSER | flags);
+    int saved = errno;
+    if (result == 0) {
+        char map[64];
+        /* Only its own ids, each to itself: it keeps its uid, so every file
+         * it could open before it still can (and no other: files of ids not
+         * mapped here show as the overflow id, but access is still decided
+         * by the real ones). setgroups is denied first, as the kernel wants
+         * before an unprivileged gid_map: no group can be shed to pass a
+         * "not this group" permission. */
+        id_map(map, (unsigned)uid);
+        if (write_text("/proc/self/setgroups", "deny") != 0 || write_text("/proc/self/uid_map", map) != 0) result = -1;
+        id_map(map, (unsigned)gid);
+        if (result == 0 && write_text("/proc/self/gid_map", map) != 0) result = -1;
+        saved = result == 0 ? 0 : EIO;
+        entered |= XCALLBACK_NAMESPACE_USER;
+    }
+    if (dumpable == 0) prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    errno = saved;
+    return result == 0 ? entered : -1;
+}
+
+int xcallback_namespaces_available(void) {
+    /* A child, so the caller (a host with threads) stays where it is; it
+     * calls nothing but async-signal-safe functions after the fork. */
+    pid_t child = fork();
+    if (child < 0) return 0;
+    if (child == 0) {
+        int entered = xcallback_enter_namespaces(1, 1);
+        _exit(entered < 0 ? 0 : entered);
+    }
+    int status = 0;
+    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {}
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 0;
 }
 
 /* --- Privileges ----------------------------------------------------------- */

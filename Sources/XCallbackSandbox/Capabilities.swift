@@ -6,9 +6,11 @@
 /// load and run, writes only in its private scratch folder.
 public struct Capabilities: Sendable, Equatable {
     /// Outbound sockets (`socket()` of any family; TCP connect and bind;
-    /// `connect`, `sendto` an address, Unix datagram `socketpair`).
+    /// `connect`, `sendto` an address, Unix datagram `socketpair`), and the
+    /// host's network namespace.
     public var network = false
-    /// System V IPC (shared memory, message queues, semaphores).
+    /// System V IPC (shared memory, message queues, semaphores), and the
+    /// host's IPC namespace.
     public var ipc = false
     /// Starting programs (`execve`), from the system's program folders.
     public var exec = false

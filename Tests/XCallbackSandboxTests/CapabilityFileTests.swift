@@ -40,6 +40,23 @@ struct CapabilityFileTests {
         }
     }
 
+    @Test("ipc is declared, narrowed by the operator, and named in the summary; without it a worker gets its own IPC namespace")
+    func ipc() throws {
+        let declared = try CapabilityDeclaration.parse("ipc = true\n", file: "x.caps.toml")
+        #expect(declared.ipc && !declared.network)
+        #expect(declared.summary.hasPrefix("ipc, memory"))
+        #expect(!Capabilities.default.ipc)
+        let policy = try SandboxPolicy(parsing: "[plugin.libx]\nipc = false\n", file: "ops.toml")
+        #expect(!declared.narrowed(by: policy.ceiling(forPluginAt: "/p/libx.so")).ipc)
+        #expect(declared.narrowed(by: policy.ceiling(forPluginAt: "/p/liby.so")).ipc)
+        #expect(Namespaces.wanted(by: .default) == [.ipc, .network])
+        #expect(Namespaces.wanted(by: declared) == [.network])
+        let kernel = KernelSupport(landlockABI: 7, seccomp: true, namespaces: [.user, .ipc, .network])
+        #expect(kernel.layers(for: .default) == ["landlock 7", "seccomp", "ipc namespace", "network namespace"])
+        #expect(KernelSupport(landlockABI: nil, seccomp: true).layers(for: declared)
+                == ["seccomp", "no namespaces (the kernel lends none to this user)"])
+    }
+
     @Test("the effective set is the intersection of the declaration and the operator's grants")
     func intersection() throws {
         var declared = Capabilities.default

@@ -63,6 +63,30 @@ enum {
     XCALLBACK_DENIED_IPC = 1 << 5,
 };
 
+/* Namespaces a worker may be given (xcallback_enter_namespaces). */
+enum {
+    XCALLBACK_NAMESPACE_USER = 1 << 0,
+    XCALLBACK_NAMESPACE_IPC = 1 << 1,
+    XCALLBACK_NAMESPACE_NETWORK = 1 << 2,
+};
+
+/* Moves the calling process into a new IPC namespace (`ipc`) and a new,
+ * empty network namespace (`network`): directly where it may (root), else
+ * inside a new user namespace that maps only its own uid and gid (so it
+ * keeps them, and every file it could open before) with setgroups denied.
+ * Must run single-threaded, before the seccomp filter (which makes unshare
+ * fatal) and before capabilities are dropped. Returns the
+ * XCALLBACK_NAMESPACE_* entered (0 when none was asked for), or -1 with
+ * errno (EPERM, ENOSPC, EINVAL: the kernel lends none here; nothing was
+ * changed, unless errno is EIO: a user namespace was entered but its
+ * mapping could not be written). */
+int xcallback_enter_namespaces(int ipc, int network);
+
+/* Whether a process like this one could enter those namespaces: tries it
+ * in a short-lived child (fork, unshare, _exit). Returns the
+ * XCALLBACK_NAMESPACE_* the child got, or 0. */
+int xcallback_namespaces_available(void);
+
 /* The host's side. */
 
 /* Receives the listener a worker sent over `channel`; -1 when it sent none. */
