@@ -586,8 +586,17 @@ struct SandboxTests {
     /// Runs `xcallback` under a seccomp filter that makes Landlock's system
     /// calls fail with ENOSYS, as on a kernel built without it.
     static func withoutLandlock(_ arguments: [String], lines: [String]) throws -> RunResult {
+        try withCallsFailing(["landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self"], with: "ENOSYS",
+                             arguments, lines: lines)
+    }
+
+    /// Runs `xcallback` under a seccomp filter that makes `calls` fail with
+    /// `error` (a name from errno.h), in it and in every process it starts.
+    static func withCallsFailing(_ calls: [String], with error: String, _ arguments: [String],
+                                 lines: [String]) throws -> RunResult {
         let scratch = try Scratch()
-        let source = scratch.file("nolandlock.c")
+        let source = scratch.file("failing.c")
+        let names = calls.map { "\"\($0)\"" }.joined(separator: ", ")
         try Data(#"""
             #include <errno.h>
             #include <seccomp.h>
@@ -596,20 +605,39 @@ struct SandboxTests {
             #include <unistd.h>
             int main(int argc, char **argv) {
                 scmp_filter_ctx filter = seccomp_init(SCMP_ACT_ALLOW);
-                const char *calls[] = {"landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self"};
-                for (int i = 0; i < 3; i++)
-                    seccomp_rule_add(filter, SCMP_ACT_ERRNO(ENOSYS), seccomp_syscall_resolve_name(calls[i]), 0);
+                const char *calls[] = {NAMES};
+                for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++)
+                    seccomp_rule_add(filter, SCMP_ACT_ERRNO(ERROR), seccomp_syscall_resolve_name(calls[i]), 0);
                 prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
                 if (seccomp_load(filter) != 0) { perror("seccomp_load"); return 99; }
                 execv(argv[1], argv + 1);
                 perror("execv");
                 return 98;
             }
-            """#.utf8).write(to: URL(fileURLWithPath: source))
-        let launcher = scratch.file("nolandlock")
+            """#.replacingOccurrences(of: "NAMES", with: names).replacingOccurrences(of: "ERROR", with: error).utf8)
+            .write(to: URL(fileURLWithPath: source))
+        let launcher = scratch.file("failing")
         let compiler = try ChildProcess(["cc", source, "-o", launcher, "-lseccomp"], executable: "/usr/bin/env")
         guard compiler.waitForExit(timeout: 60) == .exited(0) else { throw HarnessError("cc: \(compiler.stderr)") }
         return try xcallback([Products.xcallback] + arguments, lines: lines, executable: launcher)
+    }
+
+    @Test("a kernel that lends no namespaces: workers run without them, and the host and check say so")
+    func kernelWithoutNamespaces() throws {
+        let fixture = try HostFixture(["Calculator"], isolation: "process")
+        let run = try Self.withCallsFailing(["unshare"], with: "EPERM", fixture.runPrefix + ["--log-level", "info"],
+                                            lines: ["calc://x-callback-url/add?lhs=1&rhs=2"])
+        #expect(run.status == .exited(0), "stderr: \(run.stderr)")
+        #expect(run.lines == ["success?result=3"])
+        #expect(run.stderr.components(separatedBy: "workers' sandbox: landlock").count == 2, "once: \(run.stderr)")
+        #expect(run.stderr.contains("no namespaces (the kernel lends none to this user)"), "\(run.stderr)")
+        #expect(!run.stderr.contains("this kernel lacks"), "namespaces are not a missing layer: \(run.stderr)")
+
+        let check = try Self.withCallsFailing(["unshare"], with: "EPERM", ["check", fixture.plugins + "/libCalculator.so"],
+                                              lines: [])
+        #expect(check.status == .exited(0), "\(check.stderr)")
+        #expect(check.lines.first?.contains("; layers: landlock") == true, "\(check.stdout)")
+        #expect(check.lines.first?.contains("seccomp, no namespaces") == true, "\(check.stdout)")
     }
 
     @Test("a kernel without Landlock: --sandbox auto warns once and runs; --sandbox strict refuses to start")
