@@ -212,6 +212,12 @@ static const struct soft_denial soft_denials[] = {
     {"semtimedop", EACCES, XCALLBACK_DENIED_IPC},
     {"semctl", EACCES, XCALLBACK_DENIED_IPC},
     {"ipc", EACCES, XCALLBACK_DENIED_IPC},
+    {"mq_open", EACCES, XCALLBACK_DENIED_IPC},
+    {"mq_unlink", EACCES, XCALLBACK_DENIED_IPC},
+    {"mq_timedsend", EACCES, XCALLBACK_DENIED_IPC},
+    {"mq_timedreceive", EACCES, XCALLBACK_DENIED_IPC},
+    {"mq_notify", EACCES, XCALLBACK_DENIED_IPC},
+    {"mq_getsetattr", EACCES, XCALLBACK_DENIED_IPC},
 };
 
 static const struct soft_denial *soft_denial_for(int number) {
@@ -403,9 +409,14 @@ int xcallback_seccomp_load(const xcallback_seccomp_grant *grant, int supervisor)
         /* System V IPC objects are found by number, by anyone, and only
          * their mode guards them: another process of the same user keeps
          * its shared memory and queued messages there (0600 keeps out other
-         * users, not the worker). */
+         * users, not the worker). POSIX message queues are found by name the
+         * same way; Landlock refuses those too (an open on the mqueue mount,
+         * outside every grant, even with `ipc`), so these rules are for
+         * kernels without it. */
         const char *const ipc_calls[] = {"shmget", "shmat", "shmctl", "shmdt", "msgget", "msgsnd", "msgrcv",
-                                         "msgctl", "semget", "semop", "semtimedop", "semctl", "ipc"};
+                                         "msgctl", "semget", "semop", "semtimedop", "semctl", "ipc",
+                                         "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify",
+                                         "mq_getsetattr"};
         for (size_t i = 0; i < sizeof ipc_calls / sizeof ipc_calls[0]; i++) {
             result |= soft(filter, supervised, ipc_calls[i], 0, none);
         }

@@ -10,7 +10,8 @@ public struct Capabilities: Sendable, Equatable {
     /// host's network namespace.
     public var network = false
     /// System V IPC (shared memory, message queues, semaphores), and the
-    /// host's IPC namespace.
+    /// host's IPC namespace. (POSIX message queues stay refused: Landlock
+    /// sees them as files outside the grant.)
     public var ipc = false
     /// Starting programs (`execve`), from the system's program folders.
     public var exec = false

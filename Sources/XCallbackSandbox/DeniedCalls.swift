@@ -24,7 +24,7 @@ public struct DeniedCalls: OptionSet, Sendable, Hashable {
         let all: [(DeniedCalls, String)] = [
             (.socket, "tried to open a socket: denied (EACCES), it has no 'network' capability"),
             (.address, "tried to reach a socket address (connect, sendto): denied (EACCES), it has no 'network' capability"),
-            (.ipc, "tried System V IPC (shared memory, message queues, semaphores): denied (EACCES), it has no 'ipc' capability"),
+            (.ipc, "tried System V IPC or a POSIX message queue: denied (EACCES), it has no 'ipc' capability"),
             (.exec, "tried to start a program: denied (EACCES), it has no 'exec' capability"),
             (.fork, "tried to start a process: denied (EAGAIN), it has no 'processes' capability"),
             (.session, "tried to leave its worker's process group (setsid/setpgid): denied (EPERM)"),

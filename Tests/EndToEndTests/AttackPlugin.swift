@@ -9,6 +9,7 @@ enum AttackPlugin {
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <mqueue.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
@@ -450,6 +451,21 @@ static void take_message(const xcallback_request *request, xcallback_reply reply
     failed(reply, "msgrcv");
 }
 
+/* mq?marker=M: the POSIX message queue named /M, its first message taken. */
+static void take_posix_message(const xcallback_request *request, xcallback_reply reply, void *unused) {
+    (void)unused;
+    const char *marker = parameter(request, "marker");
+    char name[160];
+    snprintf(name, sizeof name, "/%s", marker ? marker : "x");
+    mqd_t queue = mq_open(name, O_RDWR | O_NONBLOCK);
+    if (queue == (mqd_t)-1) { failed(reply, "mq_open"); return; }
+    char text[8193] = {0};
+    ssize_t got = mq_receive(queue, text, sizeof text - 1, NULL);
+    mq_close(queue);
+    if (got < 0) { failed(reply, "mq_receive"); return; }
+    done(reply, text);
+}
+
 static struct sockaddr_un unix_address(const xcallback_request *request) {
     struct sockaddr_un address = { .sun_family = AF_UNIX };
     const char *path = parameter(request, "path");
@@ -579,7 +595,7 @@ XCALLBACK_EXPORT int xcallback_plugin_register(const xcallback_host_api *api, xc
         {"env", read_environment}, {"memory", search_memory}, {"idle-host", idle_host}, {"idle-threads", idle_threads}, {"sigio", send_sigio}, {"prlimit", limit_host}, {"ptrace", trace_host}, {"vmwrite", write_host_memory}, {"mount", mount_tmpfs}, {"bpf", load_bpf},
         {"shm", read_shared_memory}, {"msg", take_message}, {"unixdgram", unix_datagrams}, {"unixsendto", unix_sendto},
         {"unixconnect", unix_connect}, {"tkill", tkill_host}, {"tgkill", tgkill_host}, {"childraise", child_raise},
-        {"tty", take_terminal}, {"ns", namespace_of},
+        {"tty", take_terminal}, {"ns", namespace_of}, {"mq", take_posix_message},
     };
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
         int rc = api->register_action(plugin, "attack", routes[i].action, routes[i].handler, NULL);

@@ -5,11 +5,12 @@ import Testing
 import Glibc
 #endif
 
-/// A secret another process of the host's user keeps in System V IPC: a
-/// 0600 shared-memory segment and a 0600 message queue holding one message,
-/// both with `text`. A small C program (built with `cc`) makes them, keeps
-/// them until its input ends, then says whether the message is still queued
-/// (`kept` or `taken`) and removes both.
+/// A secret another process of the host's user keeps in IPC objects: a
+/// 0600 System V shared-memory segment, a 0600 System V message queue and
+/// a 0600 POSIX message queue (`/MARKER`), each holding `text`. A small C
+/// program (built with `cc`) makes them, keeps them until its input ends,
+/// then says whether each message is still queued (`msg:kept mq:kept`, or
+/// `taken`) and removes them.
 final class SystemVSecret: @unchecked Sendable {
     /// What the text starts with, unique to this run: an attack route finds
     /// the objects by it (whatever other segments the machine has).
@@ -18,13 +19,18 @@ final class SystemVSecret: @unchecked Sendable {
     private let keeper: ChildProcess
 
     static let source = #"""
+        #include <fcntl.h>
+        #include <mqueue.h>
         #include <stdio.h>
         #include <string.h>
         #include <sys/msg.h>
         #include <sys/shm.h>
         #include <unistd.h>
         int main(int argc, char **argv) {
-            if (argc != 2 || strlen(argv[1]) > 100) return 2;
+            if (argc != 3 || strlen(argv[1]) > 100) return 2;
+            struct mq_attr attributes = { .mq_maxmsg = 1, .mq_msgsize = 128 };
+            mqd_t posix = mq_open(argv[2], O_RDWR | O_CREAT | O_EXCL | O_NONBLOCK, 0600, &attributes);
+            if (posix == (mqd_t)-1 || mq_send(posix, argv[1], strlen(argv[1]) + 1, 0) != 0) { perror("mq"); return 1; }
             int segment = shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0600);
             int queue = msgget(IPC_PRIVATE, IPC_CREAT | 0600);
             if (segment < 0 || queue < 0) { perror("shmget/msgget"); return 1; }
@@ -39,7 +45,11 @@ final class SystemVSecret: @unchecked Sendable {
             fflush(stdout);
             char buffer[64];
             while (read(0, buffer, sizeof buffer) > 0) {}
-            printf("%s\n", msgrcv(queue, &message, sizeof message.text, 0, IPC_NOWAIT) >= 0 ? "kept" : "taken");
+            int kept = msgrcv(queue, &message, sizeof message.text, 0, IPC_NOWAIT) >= 0;
+            char text[128];
+            int posix_kept = mq_receive(posix, text, sizeof text, NULL) >= 0;
+            printf("msg:%s mq:%s\n", kept ? "kept" : "taken", posix_kept ? "kept" : "taken");
+            mq_unlink(argv[2]);
             shmctl(segment, IPC_RMID, NULL);
             msgctl(queue, IPC_RMID, NULL);
             return 0;
@@ -57,15 +67,15 @@ final class SystemVSecret: @unchecked Sendable {
         chmod(program, 0o755)
         let text = marker + ":the host user's secret"
         keeper = asOtherUser
-            ? try ChildProcess(PeerTrustTests.asOther([program, text]), executable: "/usr/bin/env", stdin: .pipe)
-            : try ChildProcess([text], executable: program, stdin: .pipe)
+            ? try ChildProcess(PeerTrustTests.asOther([program, text, "/" + marker]), executable: "/usr/bin/env", stdin: .pipe)
+            : try ChildProcess([text, "/" + marker], executable: program, stdin: .pipe)
         guard keeper.waitForStdoutLines(1, timeout: 10), keeper.stdoutLines.first == "ready" else {
             throw HarnessError("the System V keeper did not start: \(keeper.stderr)")
         }
     }
 
-    /// Ends the keeper (it removes its objects): `kept` when the message was
-    /// still queued, `taken` when someone had taken it.
+    /// Ends the keeper (it removes its objects): `msg:kept mq:kept` when both
+    /// messages were still queued, `taken` for one someone had taken.
     func finish() -> String? {
         keeper.closeInput()
         _ = keeper.waitForExit(timeout: 10)

@@ -33,7 +33,7 @@ typedef struct {
     int network;      /* socket() of any family; connect; sendto to an address; datagram socketpair */
     int exec;         /* execve, execveat */
     int processes;    /* fork, vfork, clone without CLONE_THREAD */
-    int ipc;          /* System V shared memory, message queues, semaphores */
+    int ipc;          /* System V shared memory, message queues, semaphores (and POSIX message queues, where Landlock does not refuse them) */
     int own_pid;      /* the worker: signals to any other pid are violations unless processes */
     int host_pid;     /* the host: signalling or reprioritizing it is a violation (as for the parent) */
 } xcallback_seccomp_grant;
