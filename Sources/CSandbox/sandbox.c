@@ -6,6 +6,7 @@
 #include <linux/capability.h>
 #include <seccomp.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #ifndef SYS_landlock_create_ruleset
@@ -187,6 +189,9 @@ struct soft_denial {
 };
 static const struct soft_denial soft_denials[] = {
     {"socket", EACCES, XCALLBACK_DENIED_SOCKET},
+    {"socketpair", EACCES, XCALLBACK_DENIED_SOCKET},
+    {"connect", EACCES, XCALLBACK_DENIED_ADDRESS},
+    {"sendto", EACCES, XCALLBACK_DENIED_ADDRESS},
     {"execve", EACCES, XCALLBACK_DENIED_EXEC},
     {"execveat", EACCES, XCALLBACK_DENIED_EXEC},
     {"fork", EAGAIN, XCALLBACK_DENIED_FORK},
@@ -194,6 +199,25 @@ static const struct soft_denial soft_denials[] = {
     {"clone", EAGAIN, XCALLBACK_DENIED_FORK},
     {"setsid", EPERM, XCALLBACK_DENIED_SESSION},
     {"setpgid", EPERM, XCALLBACK_DENIED_SESSION},
+    {"shmget", EACCES, XCALLBACK_DENIED_IPC},
+    {"shmat", EACCES, XCALLBACK_DENIED_IPC},
+    {"shmctl", EACCES, XCALLBACK_DENIED_IPC},
+    {"shmdt", EACCES, XCALLBACK_DENIED_IPC},
+    {"msgget", EACCES, XCALLBACK_DENIED_IPC},
+    {"msgsnd", EACCES, XCALLBACK_DENIED_IPC},
+    {"msgrcv", EACCES, XCALLBACK_DENIED_IPC},
+    {"msgctl", EACCES, XCALLBACK_DENIED_IPC},
+    {"semget", EACCES, XCALLBACK_DENIED_IPC},
+    {"semop", EACCES, XCALLBACK_DENIED_IPC},
+    {"semtimedop", EACCES, XCALLBACK_DENIED_IPC},
+    {"semctl", EACCES, XCALLBACK_DENIED_IPC},
+    {"ipc", EACCES, XCALLBACK_DENIED_IPC},
+    {"mq_open", EACCES, XCALLBACK_DENIED_IPC},
+    {"mq_unlink", EACCES, XCALLBACK_DENIED_IPC},
+    {"mq_timedsend", EACCES, XCALLBACK_DENIED_IPC},
+    {"mq_timedreceive", EACCES, XCALLBACK_DENIED_IPC},
+    {"mq_notify", EACCES, XCALLBACK_DENIED_IPC},
+    {"mq_getsetattr", EACCES, XCALLBACK_DENIED_IPC},
 };
 
 static const struct soft_denial *soft_denial_for(int number) {
@@ -272,29 +296,62 @@ int xcallback_seccomp_load(const xcallback_seccomp_grant *grant, int supervisor)
     /* Typing into the host's terminal. */
     result |= rule(filter, fatal, "ioctl", 1, SCMP_A1_64(SCMP_CMP_MASKED_EQ, 0xFFFFFFFFu, TIOCSTI));
     result |= rule(filter, fatal, "ioctl", 1, SCMP_A1_64(SCMP_CMP_MASKED_EQ, 0xFFFFFFFFu, TIOCLINUX));
+    /* Taking the host's terminal from it: making the worker's group the
+     * foreground one (the host, in the background, stops at its next read),
+     * stopping its output (TCXONC: the host blocks at its next log line),
+     * flushing what it typed or wrote, making it a controlling terminal.
+     * ENOTTY, what each gives on a descriptor that is not a terminal (which
+     * a worker's are meant to be), rather than a violation: a library that
+     * tidies up a terminal it thinks it has (tcflush, tcsetpgrp in a job
+     * control shell a plug-in with `exec` runs) carries on as it would
+     * without one, and none of them can harm anything once refused. The
+     * number is 32 bits (the kernel's `unsigned int cmd`): the upper half
+     * of the register is masked off, as a caller may leave anything there. */
+    const unsigned long terminal_requests[] = {TIOCSPGRP, TCXONC, TCFLSH, TIOCSCTTY};
+    for (size_t i = 0; i < sizeof terminal_requests / sizeof terminal_requests[0]; i++) {
+        result |= rule(filter, SCMP_ACT_ERRNO(ENOTTY), "ioctl", 1,
+                       SCMP_A1_64(SCMP_CMP_MASKED_EQ, 0xFFFFFFFFu, terminal_requests[i]));
+    }
 
     /* Signals. With no processes of its own, a worker may signal only
      * itself (raise, abort and pthread_kill use tgkill on their own pid).
      * With processes, Landlock's signal scope keeps it to its own
-     * descendants; the host and "everyone" (-1) stay off limits. */
+     * descendants; the host and "everyone" (-1) stay off limits.
+     *
+     * The rest of the family is ruled like kill: a call that names a
+     * process (tgkill's and rt_tgsigqueueinfo's thread group,
+     * rt_sigqueueinfo's pid) may name only the worker itself, or with
+     * processes anything but the host and the zygote (their groups and -1
+     * mean nothing to these calls: the kernel refuses them). tkill names a
+     * thread, not a process: the host's and the zygote's threads have ids
+     * of their own, which a filter cannot tell from a child's pid, so it may
+     * name only the worker's main thread, with processes or not (glibc never
+     * calls it). pidfd_send_signal stays fatal: the process behind a pidfd
+     * is out of the filter's sight, and on kernels before 6.12 no signal
+     * scope would stop it at the host. */
     uint32_t own = (uint32_t)grant->own_pid;
     /* The host, and the process that started the worker: the same, or the
      * zygote it was forked from, which every later worker comes from. */
     uint32_t guarded[2] = {(uint32_t)grant->host_pid, (uint32_t)getppid()};
     size_t guarded_count = guarded[0] == guarded[1] ? 1 : 2;
+    const char *const by_process[] = {"tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo"};
     if (!grant->processes) {
         result |= rule(filter, fatal, "kill", 1, SCMP_A0_32(SCMP_CMP_NE, own));
+        for (size_t i = 0; i < sizeof by_process / sizeof by_process[0]; i++) {
+            result |= rule(filter, fatal, by_process[i], 1, SCMP_A0_32(SCMP_CMP_NE, own));
+        }
     } else {
         for (size_t i = 0; i < guarded_count; i++) {
             /* The process, and the group it leads (the zygote leads one). */
             result |= rule(filter, fatal, "kill", 1, SCMP_A0_32(SCMP_CMP_EQ, guarded[i]));
             result |= rule(filter, fatal, "kill", 1, SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)-(int32_t)guarded[i]));
+            for (size_t j = 0; j < sizeof by_process / sizeof by_process[0]; j++) {
+                result |= rule(filter, fatal, by_process[j], 1, SCMP_A0_32(SCMP_CMP_EQ, guarded[i]));
+            }
         }
         result |= rule(filter, fatal, "kill", 1, SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)-1));
     }
-    result |= rule(filter, fatal, "tgkill", 1, SCMP_A0_32(SCMP_CMP_NE, own));
-    result |= rule(filter, fatal, "rt_sigqueueinfo", 1, SCMP_A0_32(SCMP_CMP_NE, own));
-    result |= rule(filter, fatal, "rt_tgsigqueueinfo", 1, SCMP_A0_32(SCMP_CMP_NE, own));
+    result |= rule(filter, fatal, "tkill", 1, SCMP_A0_32(SCMP_CMP_NE, own));
     result |= rule(filter, fatal, "pidfd_open", 1, SCMP_A0_32(SCMP_CMP_NE, own));
 
     /* Other processes' limits and priorities: no LSM hook guards them, and
@@ -325,7 +382,45 @@ int xcallback_seccomp_load(const xcallback_seccomp_grant *grant, int supervisor)
      * process of a root host), so only IOPRIO_WHO_PROCESS (1) may pass. */
     result |= rule(filter, SCMP_ACT_ERRNO(EPERM), "ioprio_set", 1, SCMP_A0_32(SCMP_CMP_NE, 1));
 
-    if (!grant->network) result |= soft(filter, supervised, "socket", 0, none);
+    if (!grant->network) {
+        result |= soft(filter, supervised, "socket", 0, none);
+        /* A Unix datagram socket needs no socket(): socketpair makes one,
+         * and sendto or connect then reaches any socket on a path it may
+         * look up (/dev/log, journald, another program's). Stream and
+         * seqpacket pairs stay (the worker's own channels are such): a
+         * connected stream socket refuses an address (EISCONN) and a
+         * seqpacket one ignores it, so sendmsg needs no rule. SOCK_RAW is a
+         * datagram socket too, so only those two types pass: the type's low
+         * four bits must be 1 (stream) or 5 (seqpacket), i.e. bit 0 set and
+         * bits 1 and 3 clear. */
+        const struct scmp_arg_cmp datagram[] = {
+            SCMP_A1_32(SCMP_CMP_MASKED_EQ, 0x1, 0x0),
+            SCMP_A1_32(SCMP_CMP_MASKED_EQ, 0x2, 0x2),
+            SCMP_A1_32(SCMP_CMP_MASKED_EQ, 0x8, 0x8),
+        };
+        for (size_t i = 0; i < sizeof datagram / sizeof datagram[0]; i++) {
+            result |= soft(filter, supervised, "socketpair", 1, datagram[i]);
+        }
+        result |= soft(filter, supervised, "connect", 0, none);
+        /* send() is sendto with no address: only an address is refused. */
+        result |= soft(filter, supervised, "sendto", 1, SCMP_A4_64(SCMP_CMP_NE, 0));
+    }
+    if (!grant->ipc) {
+        /* System V IPC objects are found by number, by anyone, and only
+         * their mode guards them: another process of the same user keeps
+         * its shared memory and queued messages there (0600 keeps out other
+         * users, not the worker). POSIX message queues are found by name the
+         * same way; Landlock refuses those too (an open on the mqueue mount,
+         * outside every grant, even with `ipc`), so these rules are for
+         * kernels without it. */
+        const char *const ipc_calls[] = {"shmget", "shmat", "shmctl", "shmdt", "msgget", "msgsnd", "msgrcv",
+                                         "msgctl", "semget", "semop", "semtimedop", "semctl", "ipc",
+                                         "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify",
+                                         "mq_getsetattr"};
+        for (size_t i = 0; i < sizeof ipc_calls / sizeof ipc_calls[0]; i++) {
+            result |= soft(filter, supervised, ipc_calls[i], 0, none);
+        }
+    }
     if (!grant->exec) {
         result |= soft(filter, supervised, "execve", 0, none);
         result |= soft(filter, supervised, "execveat", 0, none);
@@ -442,6 +537,86 @@ int xcallback_start_group_guardian(void) {
      * process a plug-in started, which the sandbox keeps in this group. */
     kill(-worker, SIGKILL);
     _exit(0);
+}
+
+/* --- Namespaces ----------------------------------------------------------- */
+
+/* "ID ID 1\n" (async-signal-safe, unlike snprintf: the probe runs it in a
+ * child forked from a host with threads). */
+static void id_map(char *map, unsigned id) {
+    char digits[16];
+    size_t count = 0, length = 0;
+    do digits[count++] = (char)('0' + id % 10);
+    while ((id /= 10) != 0 && count < sizeof digits);
+    for (int copy = 0; copy < 2; copy++) {
+        for (size_t i = count; i > 0; i--) map[length++] = digits[i - 1];
+        map[length++] = ' ';
+    }
+    map[length++] = '1';
+    map[length++] = '\n';
+    map[length] = 0;
+}
+
+static int write_text(const char *path, const char *text) {
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    size_t length = strlen(text);
+    ssize_t written = write(fd, text, length);
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return written == (ssize_t)length ? 0 : -1;
+}
+
+int xcallback_enter_namespaces(int ipc, int network) {
+    int flags = (ipc ? CLONE_NEWIPC : 0) | (network ? CLONE_NEWNET : 0);
+    int entered = (ipc ? XCALLBACK_NAMESPACE_IPC : 0) | (network ? XCALLBACK_NAMESPACE_NETWORK : 0);
+    if (flags == 0) return 0;
+    /* Root (CAP_SYS_ADMIN) needs no user namespace. */
+    if (unshare(flags) == 0) return entered;
+    if (errno != EPERM) return -1;
+    uid_t uid = geteuid();
+    gid_t gid = getegid();
+    /* A non-dumpable process's /proc/self files belong to root, so it could
+     * not write its own mappings: dumpable for these few calls, before any
+     * plug-in code, as a worker the host executes is anyway until its
+     * sandbox makes it non-dumpable. */
+    int dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+    if (dumpable == 0) prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+    int result = unshare(CLONE_NEWUSER | flags);
+    int saved = errno;
+    if (result == 0) {
+        char map[64];
+        /* Only its own ids, each to itself: it keeps its uid, so every file
+         * it could open before it still can (and no other: files of ids not
+         * mapped here show as the overflow id, but access is still decided
+         * by the real ones). setgroups is denied first, as the kernel wants
+         * before an unprivileged gid_map: no group can be shed to pass a
+         * "not this group" permission. */
+        id_map(map, (unsigned)uid);
+        if (write_text("/proc/self/setgroups", "deny") != 0 || write_text("/proc/self/uid_map", map) != 0) result = -1;
+        id_map(map, (unsigned)gid);
+        if (result == 0 && write_text("/proc/self/gid_map", map) != 0) result = -1;
+        saved = result == 0 ? 0 : EIO;
+        entered |= XCALLBACK_NAMESPACE_USER;
+    }
+    if (dumpable == 0) prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    errno = saved;
+    return result == 0 ? entered : -1;
+}
+
+int xcallback_namespaces_available(void) {
+    /* A child, so the caller (a host with threads) stays where it is; it
+     * calls nothing but async-signal-safe functions after the fork. */
+    pid_t child = fork();
+    if (child < 0) return 0;
+    if (child == 0) {
+        int entered = xcallback_enter_namespaces(1, 1);
+        _exit(entered < 0 ? 0 : entered);
+    }
+    int status = 0;
+    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {}
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 0;
 }
 
 /* --- Privileges ----------------------------------------------------------- */

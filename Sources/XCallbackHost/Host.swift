@@ -71,6 +71,7 @@ public final class Host: Sendable {
     /// with `--sandbox strict`, refuses to start instead.
     public func checkSandbox() throws(HostSetupError) {
         guard configuration.isolation == .process, configuration.sandbox != .off else { return }
+        logger.info("workers' sandbox: \(sandboxing.kernel.layers(for: .default).joined(separator: ", ")), no-new-privs, rlimits (a plug-in granted 'ipc' or 'network' keeps the host's namespace of that kind)")
         guard let missing = sandboxing.kernel.missing else { return }
         if configuration.sandbox == .strict {
             throw HostSetupError("--sandbox strict: this kernel lacks \(missing); refusing to start (--sandbox auto runs with the layers it has)")

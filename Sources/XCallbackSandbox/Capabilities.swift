@@ -5,8 +5,14 @@
 /// network, no programs, no processes, reads limited to what it needs to
 /// load and run, writes only in its private scratch folder.
 public struct Capabilities: Sendable, Equatable {
-    /// Outbound sockets (`socket()` of any family; TCP connect and bind).
+    /// Outbound sockets (`socket()` of any family; TCP connect and bind;
+    /// `connect`, `sendto` an address, Unix datagram `socketpair`), and the
+    /// host's network namespace.
     public var network = false
+    /// System V IPC (shared memory, message queues, semaphores), and the
+    /// host's IPC namespace. (POSIX message queues stay refused: Landlock
+    /// sees them as files outside the grant.)
+    public var ipc = false
     /// Starting programs (`execve`), from the system's program folders.
     public var exec = false
     /// Extra folders or files it may read, beyond the defaults.
@@ -34,6 +40,7 @@ public struct Capabilities: Sendable, Equatable {
         var result = self
         if let network = ceiling.network { result.network = result.network && network }
         if let exec = ceiling.exec { result.exec = result.exec && exec }
+        if let ipc = ceiling.ipc { result.ipc = result.ipc && ipc }
         if let allowed = ceiling.filesRead { result.filesRead = result.filesRead.filter { Self.path($0, isWithin: allowed) } }
         if let allowed = ceiling.filesWrite { result.filesWrite = result.filesWrite.filter { Self.path($0, isWithin: allowed) } }
         if let memory = ceiling.memoryMiB { result.memoryMiB = min(result.memoryMiB, memory) }
@@ -58,6 +65,7 @@ public struct Capabilities: Sendable, Equatable {
         var parts: [String] = []
         if network { parts.append("network") }
         if exec { parts.append("exec") }
+        if ipc { parts.append("ipc") }
         if !filesRead.isEmpty { parts.append("read " + filesRead.joined(separator: ",")) }
         if !filesWrite.isEmpty { parts.append("write " + filesWrite.joined(separator: ",")) }
         if !environment.isEmpty { parts.append("environment " + environment.joined(separator: ",")) }
@@ -74,6 +82,7 @@ public struct Capabilities: Sendable, Equatable {
 public struct CapabilityCeiling: Sendable, Equatable {
     public var network: Bool?
     public var exec: Bool?
+    public var ipc: Bool?
     public var filesRead: [String]?
     public var filesWrite: [String]?
     public var memoryMiB: Int?
@@ -89,6 +98,7 @@ public struct CapabilityCeiling: Sendable, Equatable {
         var result = self
         result.network = specific.network ?? network
         result.exec = specific.exec ?? exec
+        result.ipc = specific.ipc ?? ipc
         result.filesRead = specific.filesRead ?? filesRead
         result.filesWrite = specific.filesWrite ?? filesWrite
         result.memoryMiB = specific.memoryMiB ?? memoryMiB

@@ -14,6 +14,7 @@ public struct CapabilityFileError: Error, CustomStringConvertible, Sendable {
 /// ```toml
 /// network = true
 /// exec = true
+/// ipc = true
 /// memory = 256        # MiB
 /// open_files = 512
 /// processes = 4
@@ -23,7 +24,7 @@ public struct CapabilityFileError: Error, CustomStringConvertible, Sendable {
 /// write = ["/var/lib/myplugin"]
 /// ```
 enum CapabilityKeys {
-    static let top = ["network", "exec", "memory", "open_files", "processes", "environment", "files"]
+    static let top = ["network", "exec", "ipc", "memory", "open_files", "processes", "environment", "files"]
     static let files = ["read", "write"]
     /// Past these a number is a typo, not a plan.
     static let maxMemoryMiB = 1 << 20
@@ -36,6 +37,7 @@ enum CapabilityKeys {
         var ceiling = CapabilityCeiling()
         ceiling.network = try bool("network", in: table, file: file)
         ceiling.exec = try bool("exec", in: table, file: file)
+        ceiling.ipc = try bool("ipc", in: table, file: file)
         ceiling.memoryMiB = try number("memory", in: table, file: file, max: maxMemoryMiB, min: 16)
         ceiling.openFiles = try number("open_files", in: table, file: file, max: maxOpenFiles, min: 16)
         ceiling.processes = try number("processes", in: table, file: file, max: maxProcesses, min: 0)
@@ -141,6 +143,7 @@ public enum CapabilityDeclaration {
         var declared = Capabilities.default
         declared.network = ceiling.network ?? declared.network
         declared.exec = ceiling.exec ?? declared.exec
+        declared.ipc = ceiling.ipc ?? declared.ipc
         declared.filesRead = ceiling.filesRead ?? []
         declared.filesWrite = ceiling.filesWrite ?? []
         declared.memoryMiB = ceiling.memoryMiB ?? declared.memoryMiB

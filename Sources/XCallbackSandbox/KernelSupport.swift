@@ -6,14 +6,27 @@ public struct KernelSupport: Sendable, Equatable {
     public var landlockABI: Int?
     /// Whether seccomp filters can be loaded.
     public var seccomp: Bool
+    /// The namespaces a worker of this user can be given (empty: none, or
+    /// not asked: `probe(namespaces: false)`).
+    public var namespaces: Namespaces = []
 
-    /// Asks the running kernel.
-    public static func probe() -> KernelSupport {
+    public init(landlockABI: Int?, seccomp: Bool, namespaces: Namespaces = []) {
+        self.landlockABI = landlockABI
+        self.seccomp = seccomp
+        self.namespaces = namespaces
+    }
+
+    /// Asks the running kernel. `namespaces` also tries them, in a child
+    /// forked for it (the host does, once; a worker just enters them).
+    public static func probe(namespaces: Bool = false) -> KernelSupport {
         let abi = xcallback_landlock_abi()
-        return KernelSupport(landlockABI: abi > 0 ? Int(abi) : nil, seccomp: xcallback_seccomp_available() == 1)
+        return KernelSupport(landlockABI: abi > 0 ? Int(abi) : nil, seccomp: xcallback_seccomp_available() == 1,
+                             namespaces: namespaces ? Namespaces(rawValue: xcallback_namespaces_available()) : [])
     }
 
     /// What is missing, in words, or nil when every layer is available.
+    /// Namespaces are not counted: they back up Landlock and seccomp, which
+    /// confine a worker without them.
     public var missing: String? {
         var parts: [String] = []
         if landlockABI == nil { parts.append("Landlock (file, network and signal confinement)") }
@@ -26,5 +39,51 @@ public struct KernelSupport: Sendable, Equatable {
         missing.map {
             "this kernel lacks \($0): workers run with the layers it has (capabilities dropped, no-new-privs, rlimits) and without that one; --sandbox strict refuses to start instead"
         }
+    }
+
+    /// The kernel's layers a worker with `capabilities` gets here, for
+    /// `check`, `plugins` and the host's log: `landlock 7, seccomp, ipc
+    /// namespace, network namespace` (the process-wide ones, no-new-privs
+    /// and rlimits, every worker gets).
+    public func layers(for capabilities: Capabilities) -> [String] {
+        var layers: [String] = []
+        if let landlockABI { layers.append("landlock \(landlockABI)") }
+        if seccomp { layers.append("seccomp") }
+        let wanted = Namespaces.wanted(by: capabilities)
+        if !wanted.isEmpty {
+            if namespaces.isSuperset(of: wanted) {
+                layers += wanted.names.map { "\($0) namespace" }
+            } else {
+                layers.append("no namespaces (the kernel lends none to this user)")
+            }
+        }
+        return layers
+    }
+}
+
+/// Namespaces of its own a worker is given (`xcallback_enter_namespaces`).
+public struct Namespaces: OptionSet, Sendable, Hashable {
+    public let rawValue: Int32
+    public init(rawValue: Int32) { self.rawValue = rawValue }
+
+    /// The one an unprivileged user needs to own the others.
+    public static let user = Namespaces(rawValue: Int32(XCALLBACK_NAMESPACE_USER))
+    /// System V IPC objects of its own: none of the host's.
+    public static let ipc = Namespaces(rawValue: Int32(XCALLBACK_NAMESPACE_IPC))
+    /// A network of its own, with nothing in it (not even loopback up).
+    public static let network = Namespaces(rawValue: Int32(XCALLBACK_NAMESPACE_NETWORK))
+
+    /// What a worker with `capabilities` is given where the kernel lends
+    /// it: the host's IPC and network namespaces only with `ipc` and
+    /// `network` (the user namespace is a means, not counted here).
+    public static func wanted(by capabilities: Capabilities) -> Namespaces {
+        var wanted: Namespaces = []
+        if !capabilities.ipc { wanted.insert(.ipc) }
+        if !capabilities.network { wanted.insert(.network) }
+        return wanted
+    }
+
+    var names: [String] {
+        [(Namespaces.ipc, "ipc"), (.network, "network"), (.user, "user")].filter { contains($0.0) }.map(\.1)
     }
 }

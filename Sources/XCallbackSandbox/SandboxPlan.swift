@@ -23,6 +23,7 @@ public struct SandboxPlan: Sendable, Equatable {
     public var encoded: String {
         var fields: [(String, String)] = [
             ("network", capabilities.network ? "1" : "0"), ("exec", capabilities.exec ? "1" : "0"),
+            ("ipc", capabilities.ipc ? "1" : "0"),
             ("memory", String(capabilities.memoryMiB)), ("open_files", String(capabilities.openFiles)),
             ("processes", String(capabilities.processes)), ("scratch", scratch), ("plugin", pluginPath),
             ("strict", strict ? "1" : "0"),
@@ -43,6 +44,7 @@ public struct SandboxPlan: Sendable, Equatable {
             switch parts[0] {
             case "network": capabilities.network = value == "1"
             case "exec": capabilities.exec = value == "1"
+            case "ipc": capabilities.ipc = value == "1"
             case "memory": guard let number = Int(value) else { return nil }; capabilities.memoryMiB = number
             case "open_files": guard let number = Int(value) else { return nil }; capabilities.openFiles = number
             case "processes": guard let number = Int(value) else { return nil }; capabilities.processes = number

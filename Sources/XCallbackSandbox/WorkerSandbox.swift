@@ -96,6 +96,8 @@ public enum WorkerSandbox {
         }
         layers.append("rlimits")
 
+        layers += try enterNamespaces(Namespaces.wanted(by: capabilities))
+
         if let report {
             guard xcallback_sandbox_report_to(report.memory, memory) == 0 else {
                 throw SandboxError("cannot install the violation handlers: \(String(cString: strerror(errno)))")
@@ -123,13 +125,38 @@ public enum WorkerSandbox {
         }
         if support.seccomp {
             var grant = xcallback_seccomp_grant(network: capabilities.network ? 1 : 0, exec: capabilities.exec ? 1 : 0,
-                                                processes: capabilities.processes > 0 ? 1 : 0, own_pid: getpid(),
-                                                host_pid: host)
+                                                processes: capabilities.processes > 0 ? 1 : 0,
+                                                ipc: capabilities.ipc ? 1 : 0, own_pid: getpid(), host_pid: host)
             let result = xcallback_seccomp_load(&grant, supervisor)
             guard result == 0 else { throw SandboxError("cannot load the seccomp filter: \(String(cString: strerror(-result)))") }
             layers.append(supervisor >= 0 ? "seccomp (supervised)" : "seccomp")
         }
         return layers
+    }
+
+    /// Enters an IPC and an empty network namespace of its own, as `wanted`
+    /// (defence in depth, as bubblewrap's --unshare-all: SysV objects and
+    /// sockets of the host's, abstract Unix sockets included, are not there
+    /// to reach even if a rule let a call through). Before the seccomp
+    /// filter, which makes `unshare` fatal, and before capabilities are
+    /// dropped (root needs CAP_SYS_ADMIN; anyone else gets a user namespace
+    /// mapping only their own ids). A process with threads cannot enter a
+    /// user namespace; the worker has none yet (Landlock needs that too).
+    /// Where the kernel lends none (user namespaces disabled or
+    /// restricted), the worker goes on without: the filter refuses the same
+    /// calls.
+    static func enterNamespaces(_ wanted: Namespaces) throws(SandboxError) -> [String] {
+        guard !wanted.isEmpty else { return [] }
+        let entered = xcallback_enter_namespaces(wanted.contains(.ipc) ? 1 : 0, wanted.contains(.network) ? 1 : 0)
+        if entered < 0 {
+            // In a user namespace without its ids mapped, the worker's files
+            // would show another owner: refuse rather than run half-made.
+            guard errno != EIO else {
+                throw SandboxError("cannot map the worker's ids in its user namespace: \(String(cString: strerror(errno)))")
+            }
+            return ["no namespaces (\(String(cString: strerror(errno))))"]
+        }
+        return Namespaces(rawValue: entered).names.map { "\($0) namespace" }
     }
 
     /// Makes the scratch folder the current folder, so relative paths a

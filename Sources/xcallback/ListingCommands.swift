@@ -67,6 +67,9 @@ struct PluginsCommand: ParsableCommand {
         }
         for status in statuses {
             let effective = sandboxing.describe(forPluginAt: status.path, security: security, isolation: .process)
+            let layers: JSONText.Value = status.isLoaded
+                ? sandboxing.layers(forPluginAt: status.path, security: security).map { .string($0.joined(separator: ", ")) } ?? .null
+                : .null
             if json {
                 print(JSONText.object([
                     ("path", .string(status.path)),
@@ -77,6 +80,7 @@ struct PluginsCommand: ParsableCommand {
                     ("routes", .number(status.routes.count)),
                     ("error", status.error.map { .string($0.description) } ?? .null),
                     ("sandbox", status.isLoaded ? .string(effective) : .null),
+                    ("layers", layers),
                     ("refusedRoutes", .number(status.refusedRoutes.count)),
                 ]))
             } else if let info = status.info, status.isLoaded {

@@ -9,6 +9,7 @@ enum AttackPlugin {
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <mqueue.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
@@ -17,7 +18,13 @@ enum AttackPlugin {
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/ioctl.h>
+#include <sys/ipc.h>
 #include <sys/mount.h>
+#include <sys/msg.h>
+#include <sys/shm.h>
+#include <sys/un.h>
+#include <termios.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -395,6 +402,190 @@ static void load_bpf(const xcallback_request *request, xcallback_reply reply, vo
     done(reply, "bpf");
 }
 
+/* --- Where Landlock does not reach (issue 27): System V IPC, Unix
+ * datagrams to a path, tkill, the host's terminal, namespaces. --- */
+
+/* shm?marker=M: every shared-memory segment it can find (SHM_STAT over all
+ * indexes) attached and read; the text of the first that starts with M. */
+static void read_shared_memory(const xcallback_request *request, xcallback_reply reply, void *unused) {
+    (void)unused;
+    const char *marker = parameter(request, "marker");
+    struct shm_info info;
+    int highest = shmctl(0, SHM_INFO, (struct shmid_ds *)(void *)&info);
+    if (highest < 0) { failed(reply, "shmctl"); return; }
+    int error = ENOENT;
+    for (int index = 0; index <= highest; index++) {
+        struct shmid_ds state;
+        int id = shmctl(index, SHM_STAT, &state);
+        if (id < 0) { error = errno; continue; }
+        char *memory = shmat(id, NULL, SHM_RDONLY);
+        if (memory == (void *)-1) { error = errno; continue; }
+        char text[129] = {0};
+        memcpy(text, memory, 128);
+        shmdt(memory);
+        if (marker && strncmp(text, marker, strlen(marker)) == 0) { done(reply, text); return; }
+    }
+    errno = error;
+    failed(reply, "shmat");
+}
+
+/* msg?marker=M: every message queue it can find (MSG_STAT), each one's first
+ * message taken; the text of the first that starts with M. */
+static void take_message(const xcallback_request *request, xcallback_reply reply, void *unused) {
+    (void)unused;
+    const char *marker = parameter(request, "marker");
+    struct msginfo info;
+    int highest = msgctl(0, MSG_INFO, (struct msqid_ds *)(void *)&info);
+    if (highest < 0) { failed(reply, "msgctl"); return; }
+    int error = ENOENT;
+    for (int index = 0; index <= highest; index++) {
+        struct msqid_ds state;
+        int id = msgctl(index, MSG_STAT, &state);
+        if (id < 0) { error = errno; continue; }
+        struct { long type; char text[129]; } message;
+        memset(&message, 0, sizeof message);
+        if (msgrcv(id, &message, sizeof message.text - 1, 0, IPC_NOWAIT | MSG_NOERROR) < 0) { error = errno; continue; }
+        if (marker && strncmp(message.text, marker, strlen(marker)) == 0) { done(reply, message.text); return; }
+    }
+    errno = error;
+    failed(reply, "msgrcv");
+}
+
+/* mq?marker=M: the POSIX message queue named /M, its first message taken. */
+static void take_posix_message(const xcallback_request *request, xcallback_reply reply, void *unused) {
+    (void)unused;
+    const char *marker = parameter(request, "marker");
+    char name[160];
+    snprintf(name, sizeof name, "/%s", marker ? marker : "x");
+    mqd_t queue = mq_open(name, O_RDWR | O_NONBLOCK);
+    if (queue == (mqd_t)-1) { failed(reply, "mq_open"); return; }
+    char text[8193] = {0};
+    ssize_t got = mq_receive(queue, text, sizeof text - 1, NULL);
+    mq_close(queue);
+    if (got < 0) { failed(reply, "mq_receive"); return; }
+    done(reply, text);
+}
+
+static struct sockaddr_un unix_address(const xcallback_request *request) {
+    struct sockaddr_un address = { .sun_family = AF_UNIX };
+    const char *path = parameter(request, "path");
+    strncpy(address.sun_path, path ? path : "/dev/log", sizeof address.sun_path - 1);
+    return address;
+}
+
+/* unixdgram?path=P[&type=raw]: a datagram socketpair (no socket() needed),
+ * then a forged syslog line to P by sendto, and another after connect. */
+static void unix_datagrams(const xcallback_request *request, xcallback_reply reply, void *unused) {
+    (void)unused;
+    const char *type = parameter(request, "type");
+    int pair[2];
+    if (socketpair(AF_UNIX, (type && strcmp(type, "raw") == 0 ? SOCK_RAW : SOCK_DGRAM) | SOCK_CLOEXEC, 0, pair) != 0) {
+        failed(reply, "socketpair");
+        return;
+    }
+    struct sockaddr_un address = unix_address(request);
+    const char *line = "<13>attacker: forged syslog line";
+    int sent = 0;
+    if (sendto(pair[0], line, strlen(line), 0, (struct sockaddr *)&address, sizeof address) >= 0) sent++;
+    if (connect(pair[1], (struct sockaddr *)&address, sizeof address) == 0 && send(pair[1], line, strlen(line), 0) >= 0) sent++;
+    close(pair[0]);
+    close(pair[1]);
+    char text[32];
+    snprintf(text, sizeof text, "sent %d", sent);
+    done(reply, text);
+}
+
+/* unixsendto?path=P: sendto P on a seqpacket pair (which ignores the address). */
+static void unix_sendto(const xcallback_request *request, xcallback_reply reply, void *unused) {
+    (void)unused;
+    int pair[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) { failed(reply, "socketpair"); return; }
+    struct sockaddr_un address = unix_address(request);
+    ssize_t sent = sendto(pair[0], "x", 1, 0, (struct sockaddr *)&address, sizeof address);
+    close(pair[0]);
+    close(pair[1]);
+    if (sent < 0) { failed(reply, "sendto"); return; }
+    done(reply, "sent");
+}
+
+/* unixconnect?path=P: connect to P from a stream pair's socket. */
+static void unix_connect(const xcallback_request *request, xcallback_reply reply, void *unused) {
+    (void)unused;
+    int pair[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) { failed(reply, "socketpair"); return; }
+    struct sockaddr_un address = unix_address(request);
+    int result = connect(pair[0], (struct sockaddr *)&address, sizeof address);
+    close(pair[0]);
+    close(pair[1]);
+    if (result != 0) { failed(reply, "connect"); return; }
+    done(reply, "connected");
+}
+
+/* tkill: SIGKILL to the host by thread id. */
+static void tkill_host(const xcallback_request *request, xcallback_reply reply, void *unused) {
+    (void)unused;
+    pid_t host = host_of(request);
+    if (syscall(SYS_tkill, host, SIGKILL) != 0) { failed(reply, "tkill"); return; }
+    done(reply, "killed the host");
+}
+
+/* tgkill: SIGKILL to the host's main thread by thread group and id. */
+static void tgkill_host(const xcallback_request *request, xcallback_reply reply, void *unused) {
+    (void)unused;
+    pid_t host = host_of(request);
+    if (syscall(SYS_tgkill, host, host, SIGKILL) != 0) { failed(reply, "tgkill"); return; }
+    done(reply, "killed the host");
+}
+
+/* childraise: a child that raises SIGUSR1 on itself; how it ended. */
+static void child_raise(const xcallback_request *request, xcallback_reply reply, void *unused) {
+    (void)request; (void)unused;
+    pid_t child = fork();
+    if (child < 0) { failed(reply, "fork"); return; }
+    if (child == 0) { raise(SIGUSR1); _exit(0); }
+    int status = 0;
+    waitpid(child, &status, 0);
+    char text[32];
+    snprintf(text, sizeof text, WIFSIGNALED(status) ? "signal %d" : "exit %d",
+             WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+    done(reply, text);
+}
+
+/* tty?fd=N: the terminal requests that take a terminal from its owner, on
+ * descriptor N (2: the host's stderr), each with its errno (0: done), and
+ * what opening /dev/tty gave. Output stopped by TCXONC is started again. */
+static int terminal_request(int fd, unsigned long request, long argument) {
+    return ioctl(fd, request, argument) == 0 ? 0 : errno;
+}
+
+static void take_terminal(const xcallback_request *request, xcallback_reply reply, void *unused) {
+    (void)unused;
+    const char *fd_text = parameter(request, "fd");
+    int fd = fd_text ? atoi(fd_text) : 2;
+    pid_t group = getpgrp();
+    int pgrp = terminal_request(fd, TIOCSPGRP, (long)&group);
+    int xonc = terminal_request(fd, TCXONC, TCOOFF);
+    if (xonc == 0) (void)ioctl(fd, TCXONC, TCOON);
+    int flush = terminal_request(fd, TCFLSH, TCIOFLUSH);
+    int ctty = terminal_request(fd, TIOCSCTTY, 0);
+    int tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+    int opened = tty >= 0 ? 0 : errno;
+    if (tty >= 0) close(tty);
+    char text[96];
+    snprintf(text, sizeof text, "pgrp:%d xonc:%d flush:%d ctty:%d tty:%d", pgrp, xonc, flush, ctty, opened);
+    done(reply, text);
+}
+
+/* ns?kind=K: the worker's namespace of kind K (/proc/self/ns/K). */
+static void namespace_of(const xcallback_request *request, xcallback_reply reply, void *unused) {
+    (void)unused;
+    const char *kind = parameter(request, "kind");
+    char path[64], target[128] = {0};
+    snprintf(path, sizeof path, "/proc/self/ns/%s", kind ? kind : "ipc");
+    if (readlink(path, target, sizeof target - 1) < 0) { failed(reply, "readlink"); return; }
+    done(reply, target);
+}
+
 XCALLBACK_EXPORT int xcallback_plugin_register(const xcallback_host_api *api, xcallback_plugin *plugin) {
     host = api;
     struct { const char *action; xcallback_handler handler; } routes[] = {
@@ -402,6 +593,9 @@ XCALLBACK_EXPORT int xcallback_plugin_register(const xcallback_host_api *api, xc
         {"system", run_system}, {"forkbomb", fork_bomb}, {"linger", linger}, {"fds", open_many},
         {"alloc", allocate}, {"sharedalloc", allocate_shared}, {"killhost", kill_host}, {"killgroup", kill_group}, {"ioprio-user", idle_user_io}, {"killsiblings", kill_siblings}, {"forge", forge},
         {"env", read_environment}, {"memory", search_memory}, {"idle-host", idle_host}, {"idle-threads", idle_threads}, {"sigio", send_sigio}, {"prlimit", limit_host}, {"ptrace", trace_host}, {"vmwrite", write_host_memory}, {"mount", mount_tmpfs}, {"bpf", load_bpf},
+        {"shm", read_shared_memory}, {"msg", take_message}, {"unixdgram", unix_datagrams}, {"unixsendto", unix_sendto},
+        {"unixconnect", unix_connect}, {"tkill", tkill_host}, {"tgkill", tgkill_host}, {"childraise", child_raise},
+        {"tty", take_terminal}, {"ns", namespace_of}, {"mq", take_posix_message},
     };
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
         int rc = api->register_action(plugin, "attack", routes[i].action, routes[i].handler, NULL);

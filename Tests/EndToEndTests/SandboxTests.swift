@@ -20,8 +20,10 @@ struct SandboxTests {
         let host: ChildProcess
         private var answered = 0
 
+        /// `stderrDescriptor`: the host's stderr (a terminal, say), which
+        /// the caller keeps; `host.stderr` then stays empty.
         init(capabilities: String? = nil, arguments: [String] = [], asOtherUser: Bool = false,
-             environment: [String: String]? = nil) throws {
+             environment: [String: String]? = nil, stderrDescriptor: Int32? = nil) throws {
             fixture = try HostFixture(["Calculator"], isolation: "process")
             try TestPlugin.build(AttackPlugin.name, source: AttackPlugin.source, into: fixture.plugins)
             if let capabilities {
@@ -34,7 +36,7 @@ struct SandboxTests {
                 host = try ChildProcess(PeerTrustTests.asOther([Products.xcallback] + command),
                                         executable: "/usr/bin/env", stdin: .pipe)
             } else {
-                host = try ChildProcess(command, stdin: .pipe, environment: environment)
+                host = try ChildProcess(command, stdin: .pipe, environment: environment, stderrDescriptor: stderrDescriptor)
             }
         }
 
@@ -141,8 +143,10 @@ struct SandboxTests {
         // Nor every process of the user (for a root host, root's).
         expectDenied(try session.attack("ioprio-user"), "ioprio_set: Operation not permitted")
 
+        try Self.runAttacksLandlockDoesNotReach(session, asOtherUser: asOtherUser)
+
         // Dangerous calls end the worker; the host and its other workers live.
-        for (route, call) in [("killhost", "kill"), ("killsiblings", "kill"), ("ptrace", "ptrace"),
+        for (route, call) in [("killhost", "kill"), ("tkill", "tkill"), ("tgkill", "tgkill"), ("killsiblings", "kill"), ("ptrace", "ptrace"),
                               ("vmwrite", "process_vm_writev"), ("mount", "mount"), ("bpf", "bpf"),
                               ("prlimit", "prlimit64"), ("idle-host", "sched_setscheduler")] {
             expectViolation(try session.attack(route), call: call)
@@ -150,7 +154,8 @@ struct SandboxTests {
         }
         // The zygote the workers are forked from is guarded as the host is.
         for zygote in hostProcesses(of: session.host.pid) where isZygote(zygote) {
-            for (route, call) in [("idle-host", "sched_setscheduler"), ("killhost", "kill"), ("prlimit", "prlimit64")] {
+            for (route, call) in [("idle-host", "sched_setscheduler"), ("killhost", "kill"), ("tkill", "tkill"),
+                                  ("prlimit", "prlimit64")] {
                 expectViolation(try session.attack(route, host: zygote), call: call)
                 try session.expectHostAlive()
             }
@@ -160,7 +165,50 @@ struct SandboxTests {
         #expect(stderr.components(separatedBy: "tried to open a socket").count == 2,
                 "a denied call is logged once per plug-in: \(stderr)")
         #expect(stderr.contains("tried to start a process"), "\(stderr)")
+        #expect(stderr.components(separatedBy: "tried System V IPC").count == 2, "logged once: \(stderr)")
+        #expect(stderr.components(separatedBy: "tried to reach a socket address").count == 2, "logged once: \(stderr)")
         #expect(!looksLikeACrash(stderr.replacingOccurrences(of: "SIGABRT", with: "")), "\(stderr)")
+    }
+
+    /// What a red-team pass did where Landlock does not reach (issue 27):
+    /// another process's System V IPC, Unix datagrams to a path, and the
+    /// namespaces a worker shares with the host.
+    static func runAttacksLandlockDoesNotReach(_ session: AttackSession, asOtherUser: Bool) throws {
+        let scratch = session.fixture.scratch
+        // A 0600 segment and queue of the host's user: not found, not read, not taken.
+        let secret = try SystemVSecret(in: scratch.path, asOtherUser: asOtherUser)
+        expectDenied(try session.attack("shm?marker=\(secret.marker)"), "shmctl: Permission denied")
+        expectDenied(try session.attack("msg?marker=\(secret.marker)"), "msgctl: Permission denied")
+        expectDenied(try session.attack("mq?marker=\(secret.marker)"), "mq_open: Permission denied")
+        #expect(secret.finish() == "msg:kept mq:kept", "the worker took another process's queued message")
+
+        // A Unix datagram socket anyone may write to (as /dev/log is): no
+        // datagram from a worker without 'network', whichever way it tries.
+        let path = scratch.file("log.sock")
+        let log = try unixSocket(type: Int32(SOCK_DGRAM.rawValue), boundTo: path, listening: false)
+        defer { close(log) }
+        #expect(chmod(path, 0o777) == 0)
+        expectDenied(try session.attack("unixdgram?path=\(path)"), "socketpair: Permission denied")
+        expectDenied(try session.attack("unixdgram?path=\(path)&type=raw"), "socketpair: Permission denied")
+        expectDenied(try session.attack("unixsendto?path=\(path)"), "sendto: Permission denied")
+        expectDenied(try session.attack("unixconnect?path=\(path)"), "connect: Permission denied")
+        var byte: UInt8 = 0
+        #expect(recv(log, &byte, 1, Int32(MSG_DONTWAIT)) < 0, "a datagram from the worker reached the socket")
+        try session.expectHostAlive()
+
+        // Namespaces of its own where the kernel lends them (the host says
+        // which layers its workers get).
+        #expect(session.host.waitForStderr(containing: "workers' sandbox: ", timeout: 5), "\(session.host.stderr)")
+        let layers = session.host.stderr.split(separator: "\n").first { $0.contains("workers' sandbox: ") } ?? ""
+        let ipc = try session.attack("ns?kind=ipc").params["result"]
+        let network = try session.attack("ns?kind=net").params["result"]
+        #expect(ipc != nil && network != nil)
+        if layers.contains("ipc namespace") && layers.contains("network namespace") {
+            #expect(ipc != namespace(of: session.host.pid, "ipc"), "the worker shares the host's IPC namespace")
+            #expect(network != namespace(of: session.host.pid, "net"), "the worker shares the host's network namespace")
+        } else {
+            #expect(layers.contains("no namespaces"), "\(layers)")
+        }
     }
 
     @Test("the default sandbox: every attack is an errno or a SandboxViolation, and the host keeps answering",
@@ -193,11 +241,11 @@ struct SandboxTests {
         try session.finish()
     }
 
-    static func grants(readable: String, writable: String, memory: Int = 4096) -> String {
+    static func grants(readable: String, writable: String, memory: Int = 4096, processes: Int = 8) -> String {
         """
         network = true
         exec = true
-        processes = 8
+        processes = \(processes)
         open_files = 1024
         memory = \(memory)
         [files]
@@ -207,14 +255,26 @@ struct SandboxTests {
     }
 
     @Test("granting a capability makes the same route succeed; what a plug-in starts dies with the host",
-          .scaledTimeLimit(minutes: 2))
-    func grantedCapabilities() throws {
+          .scaledTimeLimit(minutes: 2), arguments: [false, true])
+    func grantedCapabilities(asOtherUser: Bool) throws {
+        // As an unprivileged user, the worker's IPC namespace comes with a
+        // user namespace: it must keep the files and processes it was granted.
+        if asOtherUser && PeerTrustTests.other == nil { return }
         let scratch = try Scratch()
         let readable = scratch.file("shared")
         let writable = scratch.file("output")
         #expect(mkdir(readable, 0o755) == 0 && mkdir(writable, 0o755) == 0)
+        if asOtherUser {
+            #expect(chmod(scratch.path, 0o755) == 0 && chmod(writable, 0o777) == 0)
+        }
         try Data("granted\n".utf8).write(to: URL(fileURLWithPath: readable + "/data.txt"))
-        let session = try AttackSession(capabilities: Self.grants(readable: readable, writable: writable))
+        // RLIMIT_NPROC counts threads too, and never applies to root: for
+        // another user the worker's own threads (the input moves to a new
+        // one whenever a request blocks, as exec's wait does) come out of
+        // the grant, so that run grants more room.
+        let processes = asOtherUser ? 64 : 8
+        let session = try AttackSession(capabilities: Self.grants(readable: readable, writable: writable, processes: processes),
+                                        asOtherUser: asOtherUser)
         let (listening, port) = try Self.listener()
         defer { close(listening) }
 
@@ -223,12 +283,20 @@ struct SandboxTests {
         #expect(access(writable + "/made", F_OK) == 0)
         #expect(try session.attack("connect?port=\(port)").params["result"] == "connected")
         #expect(try session.attack("exec").params["result"] == "status 7")
-        #expect(try session.attack("system").params["result"] == "status 0")
+        let system = try session.attack("system")
+        #expect(system.params["result"] == "status 0", "\(system) \(session.host.stderr)")
         let descriptors = try session.attack("fds")
         #expect((Int(descriptors.params["result"] ?? "") ?? 0) > 128, "\(descriptors)")
         // Still refused: what no capability grants.
         Self.expectDenied(try session.attack("read?path=/etc/shadow"), "Permission denied")
         Self.expectViolation(try session.attack("killhost"), call: "kill")
+        // The rest of the signal family is ruled like kill: a child may
+        // raise a signal on itself, the host stays off limits by process or
+        // by thread id.
+        let raised = try session.attack("childraise")
+        #expect(raised.params["result"] == "signal \(SIGUSR1)", "\(raised)")
+        Self.expectViolation(try session.attack("tgkill"), call: "tgkill")
+        Self.expectViolation(try session.attack("tkill"), call: "tkill")
         // With processes granted, signals to its own descendants pass; the
         // host's group, and the zygote's, are still a violation.
         Self.expectViolation(try session.attack("killgroup"), call: "kill")
@@ -247,8 +315,65 @@ struct SandboxTests {
         try session.finish(alsoGone: pids)
 
         let listing = try xcallback(["plugins", "--plugins", session.fixture.plugins])
-        #expect(listing.lines.contains { $0.contains("attacker") && $0.contains("sandbox: network, exec, read \(readable), write \(writable)") && $0.contains("8 processes") },
+        #expect(listing.lines.contains { $0.contains("attacker") && $0.contains("sandbox: network, exec, read \(readable), write \(writable)") && $0.contains("\(processes) processes") },
                 "\(listing.stdout)")
+    }
+
+    @Test("with ipc and network granted, a worker reaches System V objects and Unix sockets, in the host's namespaces",
+          .scaledTimeLimit(minutes: 1))
+    func grantedIPCAndNetwork() throws {
+        let session = try AttackSession(capabilities: "ipc = true\nnetwork = true\n")
+        let secret = try SystemVSecret(in: session.fixture.scratch.path, asOtherUser: false)
+        #expect(try session.attack("shm?marker=\(secret.marker)").params["result"] == secret.text)
+        #expect(try session.attack("msg?marker=\(secret.marker)").params["result"] == secret.text)
+        // A POSIX message queue is a file on the mqueue mount to Landlock,
+        // outside every grant: still refused.
+        Self.expectDenied(try session.attack("mq?marker=\(secret.marker)"), "mq_open: Permission denied")
+        #expect(secret.finish() == "msg:taken mq:kept")
+        let path = session.fixture.scratch.file("log.sock")
+        let log = try unixSocket(type: Int32(SOCK_DGRAM.rawValue), boundTo: path, listening: false)
+        defer { close(log) }
+        #expect(try session.attack("unixdgram?path=\(path)").params["result"] == "sent 2")
+        var buffer = [UInt8](repeating: 0, count: 256)
+        for _ in 0..<2 {
+            #expect(recv(log, &buffer, buffer.count, Int32(MSG_DONTWAIT)) > 0, "a datagram is missing")
+        }
+        #expect(try session.attack("ns?kind=ipc").params["result"] == namespace(of: session.host.pid, "ipc"))
+        #expect(try session.attack("ns?kind=net").params["result"] == namespace(of: session.host.pid, "net"))
+        try session.finish()
+        #expect(!session.host.stderr.contains("tried System V IPC"), "\(session.host.stderr)")
+
+        let listing = try xcallback(["plugins", "--json", "--plugins", session.fixture.plugins])
+        let attacker = listing.lines.first { $0.contains("\"name\":\"attacker\"") } ?? ""
+        #expect(attacker.contains("sandbox\":\"network, ipc"), "\(listing.stdout)")
+        #expect(attacker.contains("\"layers\":\"landlock") && !attacker.contains("namespace"), "\(listing.stdout)")
+    }
+
+    @Test("a worker cannot take the host's terminal: tcsetpgrp, TCXONC, TCFLSH and TIOCSCTTY fail with ENOTTY",
+          .scaledTimeLimit(minutes: 1))
+    func terminalStaysWithTheHost() throws {
+        let (master, terminal) = try PseudoTerminal.open()
+        let session: AttackSession
+        do {
+            defer { close(terminal) }
+            session = try AttackSession(stderrDescriptor: terminal)
+        }
+        // Whatever the host writes to its terminal is read (and dropped)
+        // until it exits, so its writes never wait.
+        Thread.detachNewThread {
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            while read(master, &chunk, chunk.count) > 0 {}
+            close(master)
+        }
+        // Descriptor 2 is the terminal here (unless workers get stderr of
+        // their own); without the filter, TCXONC would stop its output and
+        // the host would block at its next line there.
+        let answer = try session.attack("tty?fd=2")
+        let result = answer.params["result"] ?? ""
+        #expect(result.hasPrefix("pgrp:\(ENOTTY) xonc:\(ENOTTY) flush:\(ENOTTY) ctty:\(ENOTTY) tty:"), "\(answer)")
+        #expect(!result.hasSuffix(" tty:0"), "the worker opened /dev/tty: \(answer)")
+        try session.expectHostAlive()
+        try session.finish()
     }
 
     @Test("a worker sees the host's locale and PATH, not its secrets, unless it declares them",
@@ -375,6 +500,41 @@ struct SandboxTests {
         #expect(child.stdoutLines == ["success?result=42"], "\(child.stdout) \(child.stderr)")
     }
 
+    /// In its user namespace a worker of an unprivileged host sees files of
+    /// ids it does not map (root's, another user's) as the overflow uid,
+    /// which is nobody's: a manifest's library is judged before it enters.
+    @Test("a host run by another user: a manifest's library is judged by its real owner",
+          .enabled(if: PeerTrustTests.other != nil, "needs root, to act as another user"),
+          .scaledTimeLimit(minutes: 1))
+    func manifestLibraryOwnerInAUserNamespace() throws {
+        let scratch = try Scratch()
+        #expect(chmod(scratch.path, 0o755) == 0)
+        let plugins = scratch.file("plugins")
+        #expect(mkdir(plugins, 0o755) == 0 && chmod(plugins, 0o755) == 0)
+        try TestPlugin.build("Answer", source: "int answer(int x) { return x + 1; }\n", into: plugins)
+        let manifest = plugins + "/answer.xcallback.toml"
+        try Data("""
+            name = "answer"
+            version = "1.0.0"
+            library = "./libAnswer.so"
+            scheme = "answer"
+            [[function]]
+            declaration = "int answer(int x)"
+            """.utf8).write(to: URL(fileURLWithPath: manifest))
+        #expect(chmod(manifest, 0o644) == 0)
+        func run() throws -> RunResult {
+            try xcallback(PeerTrustTests.asOther([Products.xcallback, "run", "--plugins", plugins]),
+                          lines: ["answer://x-callback-url/answer?x=41"], executable: "/usr/bin/env")
+        }
+        let rootOwned = try run()
+        #expect(rootOwned.lines == ["success?result=42"], "\(rootOwned.stderr)")
+        #expect(chown(plugins + "/libAnswer.so", 4321, 4321) == 0)
+        let foreign = try run()
+        #expect(foreign.lines.first?.hasPrefix("error?errorCode=NotFoundAction") == true, "\(foreign.stdout)")
+        #expect(foreign.stderr.contains("library './libAnswer.so' refused: file is owned by another user (uid 4321)"),
+                "\(foreign.stderr)")
+    }
+
     @Test("a malformed capability file refuses the plug-in, naming the file and the key", .scaledTimeLimit(minutes: 1))
     func malformedDeclaration() throws {
         let session = try AttackSession(capabilities: "netwrok = true\n")
@@ -430,8 +590,17 @@ struct SandboxTests {
     /// Runs `xcallback` under a seccomp filter that makes Landlock's system
     /// calls fail with ENOSYS, as on a kernel built without it.
     static func withoutLandlock(_ arguments: [String], lines: [String]) throws -> RunResult {
+        try withCallsFailing(["landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self"], with: "ENOSYS",
+                             arguments, lines: lines)
+    }
+
+    /// Runs `xcallback` under a seccomp filter that makes `calls` fail with
+    /// `error` (a name from errno.h), in it and in every process it starts.
+    static func withCallsFailing(_ calls: [String], with error: String, _ arguments: [String],
+                                 lines: [String]) throws -> RunResult {
         let scratch = try Scratch()
-        let source = scratch.file("nolandlock.c")
+        let source = scratch.file("failing.c")
+        let names = calls.map { "\"\($0)\"" }.joined(separator: ", ")
         try Data(#"""
             #include <errno.h>
             #include <seccomp.h>
@@ -440,20 +609,39 @@ struct SandboxTests {
             #include <unistd.h>
             int main(int argc, char **argv) {
                 scmp_filter_ctx filter = seccomp_init(SCMP_ACT_ALLOW);
-                const char *calls[] = {"landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self"};
-                for (int i = 0; i < 3; i++)
-                    seccomp_rule_add(filter, SCMP_ACT_ERRNO(ENOSYS), seccomp_syscall_resolve_name(calls[i]), 0);
+                const char *calls[] = {NAMES};
+                for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++)
+                    seccomp_rule_add(filter, SCMP_ACT_ERRNO(ERROR), seccomp_syscall_resolve_name(calls[i]), 0);
                 prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
                 if (seccomp_load(filter) != 0) { perror("seccomp_load"); return 99; }
                 execv(argv[1], argv + 1);
                 perror("execv");
                 return 98;
             }
-            """#.utf8).write(to: URL(fileURLWithPath: source))
-        let launcher = scratch.file("nolandlock")
+            """#.replacingOccurrences(of: "NAMES", with: names).replacingOccurrences(of: "ERROR", with: error).utf8)
+            .write(to: URL(fileURLWithPath: source))
+        let launcher = scratch.file("failing")
         let compiler = try ChildProcess(["cc", source, "-o", launcher, "-lseccomp"], executable: "/usr/bin/env")
         guard compiler.waitForExit(timeout: 60) == .exited(0) else { throw HarnessError("cc: \(compiler.stderr)") }
         return try xcallback([Products.xcallback] + arguments, lines: lines, executable: launcher)
+    }
+
+    @Test("a kernel that lends no namespaces: workers run without them, and the host and check say so")
+    func kernelWithoutNamespaces() throws {
+        let fixture = try HostFixture(["Calculator"], isolation: "process")
+        let run = try Self.withCallsFailing(["unshare"], with: "EPERM", fixture.runPrefix + ["--log-level", "info"],
+                                            lines: ["calc://x-callback-url/add?lhs=1&rhs=2"])
+        #expect(run.status == .exited(0), "stderr: \(run.stderr)")
+        #expect(run.lines == ["success?result=3"])
+        #expect(run.stderr.components(separatedBy: "workers' sandbox: landlock").count == 2, "once: \(run.stderr)")
+        #expect(run.stderr.contains("no namespaces (the kernel lends none to this user)"), "\(run.stderr)")
+        #expect(!run.stderr.contains("this kernel lacks"), "namespaces are not a missing layer: \(run.stderr)")
+
+        let check = try Self.withCallsFailing(["unshare"], with: "EPERM", ["check", fixture.plugins + "/libCalculator.so"],
+                                              lines: [])
+        #expect(check.status == .exited(0), "\(check.stderr)")
+        #expect(check.lines.first?.contains("; layers: landlock") == true, "\(check.stdout)")
+        #expect(check.lines.first?.contains("seccomp, no namespaces") == true, "\(check.stdout)")
     }
 
     @Test("a kernel without Landlock: --sandbox auto warns once and runs; --sandbox strict refuses to start")

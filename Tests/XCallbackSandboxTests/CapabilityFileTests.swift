@@ -23,6 +23,7 @@ struct CapabilityFileTests {
           arguments: [
               ("netwrok = true", "x.caps.toml: unknown key 'netwrok'"),
               ("network = \"yes\"", "'network' must be true or false"),
+              ("ipc = 1", "'ipc' must be true or false"),
               ("memory = 1", "'memory' must be a whole number from 16"),
               ("processes = -1", "'processes' must be a whole number from 0"),
               ("[files]\nread = [\"relative\"]", "each entry must be an absolute path without '..'"),
@@ -37,6 +38,23 @@ struct CapabilityFileTests {
         } throws: { error in
             (error as? CapabilityFileError)?.description.contains(message) == true
         }
+    }
+
+    @Test("ipc is declared, narrowed by the operator, and named in the summary; without it a worker gets its own IPC namespace")
+    func ipc() throws {
+        let declared = try CapabilityDeclaration.parse("ipc = true\n", file: "x.caps.toml")
+        #expect(declared.ipc && !declared.network)
+        #expect(declared.summary.hasPrefix("ipc, memory"))
+        #expect(!Capabilities.default.ipc)
+        let policy = try SandboxPolicy(parsing: "[plugin.libx]\nipc = false\n", file: "ops.toml")
+        #expect(!declared.narrowed(by: policy.ceiling(forPluginAt: "/p/libx.so")).ipc)
+        #expect(declared.narrowed(by: policy.ceiling(forPluginAt: "/p/liby.so")).ipc)
+        #expect(Namespaces.wanted(by: .default) == [.ipc, .network])
+        #expect(Namespaces.wanted(by: declared) == [.network])
+        let kernel = KernelSupport(landlockABI: 7, seccomp: true, namespaces: [.user, .ipc, .network])
+        #expect(kernel.layers(for: .default) == ["landlock 7", "seccomp", "ipc namespace", "network namespace"])
+        #expect(KernelSupport(landlockABI: nil, seccomp: true).layers(for: declared)
+                == ["seccomp", "no namespaces (the kernel lends none to this user)"])
     }
 
     @Test("the effective set is the intersection of the declaration and the operator's grants")
@@ -90,6 +108,7 @@ struct CapabilityFileTests {
         capabilities.filesRead = ["/a b/c&d=e%f", "/ü/\u{7}"]
         capabilities.filesWrite = ["/w"]
         capabilities.processes = 3
+        capabilities.ipc = true
         let plan = SandboxPlan(capabilities: capabilities, scratch: "/tmp/s x", pluginPath: "./p/lib&.so", strict: true)
         #expect(SandboxPlan(encoded: plan.encoded) == plan)
         #expect(!plan.encoded.contains(" "))

@@ -30,15 +30,17 @@ int xcallback_seccomp_available(void);
 
 /* What the seccomp filter allows beyond the base policy. */
 typedef struct {
-    int network;      /* socket() of any family */
+    int network;      /* socket() of any family; connect; sendto to an address; datagram socketpair */
     int exec;         /* execve, execveat */
     int processes;    /* fork, vfork, clone without CLONE_THREAD */
+    int ipc;          /* System V shared memory, message queues, semaphores (and POSIX message queues, where Landlock does not refuse them) */
     int own_pid;      /* the worker: signals to any other pid are violations unless processes */
     int host_pid;     /* the host: signalling or reprioritizing it is a violation (as for the parent) */
 } xcallback_seccomp_grant;
 
 /* Loads the worker's seccomp filter on every thread (TSYNC). Calls that are
- * merely not granted (socket, exec, fork, setsid) fail with an errno;
+ * merely not granted (socket, connect, exec, fork, setsid, System V IPC)
+ * fail with an errno;
  * dangerous calls (ptrace, process_vm_*, mount, bpf, kill outside the
  * worker, ...) end the worker. With `supervisor` (a Unix socket to the
  * host; -1: none) both kinds wait in the kernel for the host to answer: the
@@ -57,7 +59,33 @@ enum {
     XCALLBACK_DENIED_EXEC = 1 << 1,
     XCALLBACK_DENIED_FORK = 1 << 2,
     XCALLBACK_DENIED_SESSION = 1 << 3,
+    XCALLBACK_DENIED_ADDRESS = 1 << 4,
+    XCALLBACK_DENIED_IPC = 1 << 5,
 };
+
+/* Namespaces a worker may be given (xcallback_enter_namespaces). */
+enum {
+    XCALLBACK_NAMESPACE_USER = 1 << 0,
+    XCALLBACK_NAMESPACE_IPC = 1 << 1,
+    XCALLBACK_NAMESPACE_NETWORK = 1 << 2,
+};
+
+/* Moves the calling process into a new IPC namespace (`ipc`) and a new,
+ * empty network namespace (`network`): directly where it may (root), else
+ * inside a new user namespace that maps only its own uid and gid (so it
+ * keeps them, and every file it could open before) with setgroups denied.
+ * Must run single-threaded, before the seccomp filter (which makes unshare
+ * fatal) and before capabilities are dropped. Returns the
+ * XCALLBACK_NAMESPACE_* entered (0 when none was asked for), or -1 with
+ * errno (EPERM, ENOSPC, EINVAL: the kernel lends none here; nothing was
+ * changed, unless errno is EIO: a user namespace was entered but its
+ * mapping could not be written). */
+int xcallback_enter_namespaces(int ipc, int network);
+
+/* Whether a process like this one could enter those namespaces: tries it
+ * in a short-lived child (fork, unshare, _exit). Returns the
+ * XCALLBACK_NAMESPACE_* the child got, or 0. */
+int xcallback_namespaces_available(void);
 
 /* The host's side. */
 

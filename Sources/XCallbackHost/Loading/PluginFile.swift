@@ -17,6 +17,9 @@ struct PluginFile {
     /// path. A name without a slash is a file in the current folder
     /// (`xcallback check hello.so`); errors name `path` as given.
     static func open(_ path: String, security: FileSecurity) throws(PluginLoadError) -> PluginFile {
+        if let early = openedBeforeSandbox.withLock({ $0.removeValue(forKey: path) }) {
+            return PluginFile(path: path, descriptor: try early.get())
+        }
         // O_NONBLOCK: a FIFO named like a plug-in must be refused by the
         // check below, not hang the open waiting for a writer.
         let descriptor = Glibc.open(path.contains("/") ? path : "./" + path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
@@ -28,6 +31,19 @@ struct PluginFile {
             throw error
         }
         return PluginFile(path: path, descriptor: descriptor)
+    }
+
+    /// Files a worker opened and checked before entering its sandbox, by
+    /// path, with the verdict: `open` takes them from here.
+    private static let openedBeforeSandbox = Lock<[String: Result<Int32, PluginLoadError>]>([:])
+
+    /// Opens and checks `path` now, for `open` to take later: a worker does
+    /// it before its sandbox, whose user namespace (for a host that is not
+    /// root) shows files of ids it does not map, root's among them, as owned
+    /// by the overflow id, so ownership can no longer be judged there.
+    static func openBeforeSandbox(_ path: String, security: FileSecurity) {
+        let verdict = Result { () throws(PluginLoadError) -> Int32 in try open(path, security: security).descriptor }
+        openedBeforeSandbox.withLock { $0[path] = verdict }
     }
 
     /// A descriptor a parent already opened and checked (a worker's, a probe's).

@@ -130,7 +130,8 @@ public enum PluginProbe {
         do throws(PluginLoadError) {
             if let sandbox {
                 do {
-                    _ = try WorkerSandbox.enter(sandbox, report: nil, loadedFrom: WorkerMain.loadedFiles(path))
+                    _ = try WorkerSandbox.enter(sandbox, report: nil, loadedFrom: WorkerMain.loadedFiles(
+                        path, checking: FileSecurity(allowInsecure: allowInsecure)))
                 } catch {
                     throw PluginLoadError(path: path, reason: .other("cannot enter the sandbox: \(error)"))
                 }

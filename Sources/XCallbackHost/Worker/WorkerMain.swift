@@ -95,7 +95,8 @@ public enum WorkerMain {
                 // Without the channel (the host could not make it), the kernel answers alone.
                 let supervisor = fcntl(supervisorDescriptor, F_GETFD) >= 0 ? supervisorDescriptor : -1
                 let layers = try WorkerSandbox.enter(sandbox, report: progress?.sandboxReport, host: host,
-                                                     loadedFrom: loadedFiles(pluginPath), supervisor: supervisor)
+                                                     loadedFrom: loadedFiles(pluginPath, checking: FileSecurity(allowInsecure: allowInsecure)),
+                                                     supervisor: supervisor)
                 logger.debug("worker \(getpid()): sandbox \(layers.joined(separator: ", ")); \(sandbox.capabilities.summary)")
             } catch {
                 sandboxError = error
@@ -199,8 +200,11 @@ public enum WorkerMain {
 
     /// Files the plug-in is loaded from beyond the one its path names (the
     /// sandbox lets their folders be read): the file it really is (its path
-    /// may be a symlink), and for a binding manifest, its library.
-    static func loadedFiles(_ pluginPath: String, descriptor: Int32 = libraryDescriptor) -> [String] {
+    /// may be a symlink), and for a binding manifest, its library, which is
+    /// opened and checked now, before the sandbox (`checking`; see
+    /// `PluginFile.openBeforeSandbox`).
+    static func loadedFiles(_ pluginPath: String, descriptor: Int32 = libraryDescriptor,
+                            checking security: FileSecurity? = nil) -> [String] {
         var files: [String] = []
         if let real = FileSecurity.realPath(of: descriptor) { files.append(real) }
         if pluginPath.hasSuffix(BindingManifest.suffix),
@@ -208,6 +212,7 @@ public enum WorkerMain {
                .readText(limit: PluginLoader.maxManifestBytes, refuse: { .badManifest($0) }),
            let manifest = try? BindingManifest(parsing: text), manifest.library.contains("/") {
             let library = PluginLoader.resolve(manifest.library, besides: pluginPath)
+            if let security { PluginFile.openBeforeSandbox(library, security: security) }
             files.append(library)
             var resolved = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
             if realpath(library, &resolved) != nil { files.append(String(cString: resolved)) }

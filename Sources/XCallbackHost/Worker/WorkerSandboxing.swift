@@ -18,7 +18,8 @@ public final class WorkerSandboxing: Sendable {
     /// A declaration is a few lines; anything bigger is a mistake.
     static let maxDeclarationBytes = 64 * 1024
 
-    public init(mode: SandboxMode, policy: SandboxPolicy = SandboxPolicy(), kernel: KernelSupport = .probe()) {
+    public init(mode: SandboxMode, policy: SandboxPolicy = SandboxPolicy(),
+                kernel: KernelSupport = .probe(namespaces: true)) {
         self.mode = mode
         self.policy = policy
         self.kernel = kernel
@@ -61,11 +62,19 @@ public final class WorkerSandboxing: Sendable {
         if mode == .off { return "off (--sandbox off)" }
         do {
             let capabilities = try effective(forPluginAt: path, security: security)
-            let layers = kernel.missing.map { "; without \($0)" } ?? ""
-            return capabilities.summary + layers
+            let missing = kernel.missing.map { "; without \($0)" } ?? ""
+            return capabilities.summary + missing + "; layers: " + kernel.layers(for: capabilities).joined(separator: ", ")
         } catch {
             return "refused: \(error.reasonText)"
         }
+    }
+
+    /// The kernel's layers the plug-in's workers get here (Landlock's ABI,
+    /// seccomp, the namespaces of their own); nil with `--sandbox off` or
+    /// when the plug-in is refused.
+    public func layers(forPluginAt path: String, security: FileSecurity) -> [String]? {
+        guard mode != .off, let capabilities = try? effective(forPluginAt: path, security: security) else { return nil }
+        return kernel.layers(for: capabilities)
     }
 
     /// Removes the plug-ins' scratch folders (their workers have exited).
