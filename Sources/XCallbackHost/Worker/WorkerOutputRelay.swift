@@ -21,7 +21,10 @@ import Musl
 /// plug-in's name and the stream.
 ///
 /// One thread reads every worker's pipes (`poll`), so a hundred plug-ins
-/// cost one thread, not two hundred.
+/// cost one thread, not two hundred. It reads at most `bytesPerSecond` of
+/// one worker's output a second: past that it leaves the pipe alone until
+/// the next second, so a plug-in that writes as fast as it can blocks on
+/// its own full pipe instead of spending the host's time.
 final class WorkerOutputRelay: Sendable {
     /// The ends a new worker gets as its stdout and stderr, and the handle
     /// that names it in the log.
@@ -42,10 +45,30 @@ final class WorkerOutputRelay: Sendable {
     final class Channel: Sendable {
         private let label: Lock<String>
         fileprivate let limit: Lock<OutputRateLimit>
+        /// Bytes read this second, and when the second began.
+        fileprivate let budget = Lock((spent: 0, since: UInt64(0)))
 
         fileprivate init(label: String) {
             self.label = Lock(label)
             limit = Lock(OutputRateLimit(now: MonotonicClock.now))
+        }
+
+        /// Counts `count` bytes read at `now`; true once the second's budget
+        /// is spent (`pausedUntil` then says until when).
+        fileprivate func spend(_ count: Int, now: UInt64) -> Bool {
+            budget.withLock { budget in
+                if now &- budget.since >= 1_000_000_000 { budget = (0, now) }
+                budget.spent += count
+                return budget.spent >= WorkerOutputRelay.bytesPerSecond
+            }
+        }
+
+        /// Until when its pipes are left alone (0: not).
+        fileprivate func pausedUntil(now: UInt64) -> UInt64 {
+            budget.withLock { budget in
+                budget.spent >= WorkerOutputRelay.bytesPerSecond && now &- budget.since < 1_000_000_000
+                    ? budget.since + 1_000_000_000 : 0
+            }
         }
 
         /// The plug-in's own name, once its worker has said it.
@@ -70,6 +93,9 @@ final class WorkerOutputRelay: Sendable {
             self.lingers = lingers
         }
     }
+
+    /// Bytes of one worker's output read a second, at most.
+    static let bytesPerSecond = 1 << 20
 
     private let logger: Logger
     private let sources = ConditionLock<[Source]>([])
@@ -126,10 +152,17 @@ final class WorkerOutputRelay: Sendable {
         let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
         defer { chunk.deallocate() }
         while true {
-            let watched = sources.withLock { $0 }
+            let now = MonotonicClock.now
+            var watched: [Source] = []
+            var wakeAt = UInt64.max
+            for source in sources.withLock({ $0 }) {
+                let paused = source.channel.pausedUntil(now: now)
+                if paused == 0 { watched.append(source) } else { wakeAt = min(wakeAt, paused) }
+            }
             var events = [pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)]
             events += watched.map { pollfd(fd: $0.descriptor, events: Int16(POLLIN), revents: 0) }
-            if poll(&events, nfds_t(events.count), -1) < 0 {
+            let timeout = wakeAt == .max ? -1 : Int32(clamping: (wakeAt &- now) / 1_000_000 + 1)
+            if poll(&events, nfds_t(events.count), timeout) < 0 {
                 if errno == EINTR { continue }
                 return
             }
@@ -162,6 +195,7 @@ final class WorkerOutputRelay: Sendable {
             let count = read(source.descriptor, chunk.baseAddress, chunk.count)
             if count > 0 {
                 source.lines.take(UnsafeRawBufferPointer(rebasing: chunk[..<count])) { log($0, from: source) }
+                if source.channel.spend(count, now: MonotonicClock.now) { return false }
                 continue
             }
             if count < 0 && errno == EINTR { continue }
