@@ -10,6 +10,7 @@ enum HostilePlugin {
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -36,25 +37,31 @@ static void done(xcallback_reply reply, const char *result) {
     host->reply_success(reply, output, 1);
 }
 
-/* nonblock: O_NONBLOCK on its stdout and stderr, then fills stderr until
- * the pipe is full and leaves it so. With the host's own stderr (or stdout,
- * under 2>&1) in its hands, the host's next write failed with EAGAIN. */
-static void set_nonblocking(const xcallback_request *request, xcallback_reply reply, void *unused) {
-    (void)request; (void)unused;
-    int flags1 = fcntl(1, F_SETFL, fcntl(1, F_GETFL) | O_NONBLOCK);
-    int flags2 = fcntl(2, F_SETFL, fcntl(2, F_GETFL) | O_NONBLOCK);
+/* nonblock?ms=N: for N ms (3000 by default) a thread of its own keeps
+ * O_NONBLOCK on its stdout and stderr and keeps stderr's pipe full. With
+ * the host's own stderr (or stdout, under 2>&1) in its hands, the host's
+ * next record write failed with EAGAIN and the host ended quietly. */
+static void *keep_full(void *argument) {
+    long ms = (long)argument;
     char block[4096];
     memset(block, 'n', sizeof block);
     block[sizeof block - 1] = '\n';
-    long written = 0;
-    for (int i = 0; i < 4096; i++) {
-        ssize_t count = write(2, block, sizeof block);
-        if (count <= 0) break;
-        written += count;
+    for (long waited = 0; waited < ms; waited++) {
+        fcntl(1, F_SETFL, fcntl(1, F_GETFL) | O_NONBLOCK);
+        fcntl(2, F_SETFL, fcntl(2, F_GETFL) | O_NONBLOCK);
+        while (write(2, block, sizeof block) > 0) {}
+        usleep(1000);
     }
-    char text[96];
-    snprintf(text, sizeof text, "set %d %d, wrote %ld", flags1, flags2, written);
-    done(reply, text);
+    return NULL;
+}
+
+static void set_nonblocking(const xcallback_request *request, xcallback_reply reply, void *unused) {
+    (void)unused;
+    const char *ms = parameter(request, "ms");
+    pthread_t thread;
+    int started = pthread_create(&thread, NULL, keep_full, (void *)(long)(ms ? atoi(ms) : 3000));
+    if (started == 0) pthread_detach(thread);
+    done(reply, started == 0 ? "keeping it full" : "no thread");
 }
 
 /* terminal: what a worker can do to a terminal: open /dev/tty, make its
