@@ -482,7 +482,7 @@ public final class Host: Sendable {
                   MonotonicClock.now >= raisedAt + configuration.gracePeriod.nanoseconds + Self.stuckInputMargin
             else { continue }
             workersEnded = true
-            dispatcher.expireAll()
+            dispatcher.expireAll(stoppedWithGrace: configuration.gracePeriod)
             for case let worker as WorkerEndpoint in registry.endpoints { worker.endIfStuck() }
         }
         return loop
@@ -513,17 +513,27 @@ public final class Host: Sendable {
         loop.sink.flush()
     }
 
-    /// Waits until `sink` has the `owed` records; after a stop request, only
-    /// for the grace period, then answers `Timeout` for what is left.
+    /// Waits until `sink` has the `owed` records; once a stop is requested
+    /// (before this wait or during it), only until the grace period after
+    /// the request has passed, then answers `Timeout` for what is left. An
+    /// input read to its end (a file, stdin at EOF) must not make a stop
+    /// wait for `--timeout` instead.
     func awaitRecords(_ owed: UInt64, on sink: OutputSink) {
-        if stopSignal.isRaised {
-            let deadline = MonotonicClock.now + configuration.gracePeriod.nanoseconds
-            if !sink.waitForEmitted(owed, deadline: deadline) {
-                dispatcher.expireAll()
+        while true {
+            guard let raisedAt = stopSignal.raisedAt else {
+                if sink.waitForEmitted(owed, deadline: MonotonicClock.now + Self.stopCheckInterval) { return }
+                continue
             }
+            if !sink.waitForEmitted(owed, deadline: raisedAt + configuration.gracePeriod.nanoseconds) {
+                dispatcher.expireAll(stoppedWithGrace: configuration.gracePeriod)
+            }
+            _ = sink.waitForEmitted(owed, deadline: nil)
+            return
         }
-        _ = sink.waitForEmitted(owed, deadline: nil)
     }
+
+    /// How often a wait for records looks for a stop request.
+    static let stopCheckInterval: UInt64 = 50_000_000
 
     func startBackgroundWork() {
         watchdog.start()

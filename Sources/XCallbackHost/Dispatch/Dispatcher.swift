@@ -16,6 +16,9 @@ final class Dispatcher: SynchronousCallOwner, Sendable {
     let timer: DeadlineTimer
     /// The last request id given out (`request_id`).
     private let lastID = Atomic<UInt64>(0)
+    /// Set once a stop's grace period has passed (nanoseconds; 0: not):
+    /// what expires from then on says so.
+    private let stopGrace = Atomic<UInt64>(0)
     /// Every input stream's fast lane, for the deadline timer.
     let lanesLock = Lock<[WeakLane]>([])
     /// Every worker with requests sent by a lane, for the deadline timer.
@@ -40,7 +43,10 @@ final class Dispatcher: SynchronousCallOwner, Sendable {
     func stop() { timer.stop() }
 
     /// Ends every request still pending with `Timeout` (shutdown).
-    func expireAll() {
+    /// A stop's grace period has passed: every request still in flight is
+    /// answered `Timeout`, saying so.
+    func expireAll(stoppedWithGrace grace: Duration) {
+        stopGrace.store(max(grace.nanoseconds, 1), ordering: .releasing)
         timer.expireAll()
         expireFastCalls(now: .max)
     }
@@ -214,8 +220,14 @@ final class Dispatcher: SynchronousCallOwner, Sendable {
     func expire(_ pending: PendingRequest) {
         guard pending.claim() else { return }
         pending.takeCurrentCall()?.abandon()
-        let seconds = Double(timeoutNanoseconds) / 1e9
         let plugin = pending.currentPlugin ?? "?"
+        let grace = stopGrace.load(ordering: .acquiring)
+        if grace != 0 {
+            let seconds = Double(grace) / 1e9
+            conclude(pending, HostError.timeout("the host was stopped, and plug-in '\(plugin)' did not complete the request within the \(seconds) s grace period"))
+            return
+        }
+        let seconds = Double(timeoutNanoseconds) / 1e9
         conclude(pending, HostError.timeout("plug-in '\(plugin)' did not complete the request within \(seconds) s"))
     }
 
