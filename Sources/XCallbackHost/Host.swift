@@ -34,7 +34,7 @@ public final class Host: Sendable {
     /// The stamp of every plug-in file looked at, loaded or refused.
     private let stamps = Lock<[String: FileStamp]>([:])
     /// Set when a write to stdout found its reader gone: the host then ends
-    /// quietly (SPEC section 3), with no warning about the input it left.
+    /// quietly (docs/usage.md, "run"), with no warning about the input it left.
     private let outputClosed = Atomic<Bool>(false)
 
     public init(configuration: HostConfiguration, logger: Logger) {
@@ -460,7 +460,7 @@ public final class Host: Sendable {
     private func makeSink(_ output: Int32) -> OutputSink {
         OutputSink(descriptor: output, format: configuration.output, keepOrder: configuration.keepOrder,
                    opener: opener, tally: tally, onClosed: { [self] in
-                       // A closed stdout ends the host quietly (SPEC section 3).
+                       // A closed stdout ends the host quietly (docs/usage.md, "run").
                        outputClosed.store(true, ordering: .releasing)
                        requestStop()
                    })

@@ -3,7 +3,7 @@ public struct Outcome: Sendable, Equatable, Hashable {
     public var kind: OutcomeKind
     public var parameters: [QueryParameter]
 
-    /// `errorDomain` of the errors the host itself reports (SPEC section 2).
+    /// `errorDomain` of the errors the host itself reports (docs/usage.md, "Error codes").
     public static let hostErrorDomain = "xcallback"
 
     public init(kind: OutcomeKind, parameters: [QueryParameter] = []) {
@@ -42,7 +42,7 @@ public struct Outcome: Sendable, Equatable, Hashable {
         return nil
     }
 
-    /// The SPEC section 2 `url` line: `callback` with the outcome parameters
+    /// The `url` output line (docs/usage.md, "Error codes"): `callback` with the outcome parameters
     /// appended, or, when there is no callback (nil or empty), the outcome name
     /// and its parameters: `success?result=6.2`, `error?errorCode=…`, `cancel`.
     public func line(callback: String?) -> String {

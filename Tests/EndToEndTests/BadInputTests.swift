@@ -71,7 +71,7 @@ struct BadInputTests {
         }
     }
 
-    /// The host's default line limit (SPEC section 3: 64 KiB).
+    /// The host's default line limit (64 KiB; docs/usage.md, "run").
     static let limit = 65_536
     static let add = "calc://x-callback-url/add?"
     static let invalidURL = Expected.error("InvalidURL")

@@ -5,7 +5,7 @@ import Testing
 import Glibc
 #endif
 
-/// SPEC section 4, hot drop-in: while a host reads a FIFO, plug-in files
+/// docs/routing-and-isolation.md, hot drop-in: while a host reads a FIFO, plug-in files
 /// added, replaced or removed take effect within 2 s, with no restart and
 /// no lost request; a half-copied or invalid file is rejected and logged.
 @Suite("Hot drop-in", .serialized)

@@ -5,7 +5,7 @@ import Testing
 import Glibc
 #endif
 
-/// SPEC section 3: `run --fifo` with `send`, `run --socket` with `call`.
+/// docs/usage.md ("run"): `run --fifo` with `send`, `run --socket` with `call`.
 @Suite("FIFO and socket modes")
 struct FIFOAndSocketTests {
     // MARK: FIFO

@@ -5,7 +5,7 @@ import Testing
 import Glibc
 #endif
 
-/// SPEC section 2: the host's own error codes that apply without isolation.
+/// docs/usage.md ("Error codes"): the host's own error codes that apply without isolation.
 @Suite("Host error codes")
 struct HostErrorTests {
     // MARK: InvalidURL

@@ -5,7 +5,7 @@ import Testing
 import Glibc
 #endif
 
-/// SPEC section 3: lines, order, flushing, and that nothing is lost.
+/// docs/usage.md ("run"): lines, order, flushing, and that nothing is lost.
 @Suite("Input lines and record order")
 struct InputTests {
     @Test("blank lines and # comments produce no record; CRLF and surrounding white space are trimmed")

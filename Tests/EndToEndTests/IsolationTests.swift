@@ -5,7 +5,7 @@ import Testing
 import Glibc
 #endif
 
-/// SPEC section 4, `--isolation process`: a plug-in's failure is an error
+/// docs/routing-and-isolation.md, `--isolation process`: a plug-in's failure is an error
 /// outcome, never the host's end, and nothing is lost or replayed.
 @Suite("Process isolation", .serialized)
 struct IsolationTests {

@@ -5,7 +5,7 @@ import Testing
 import Glibc
 #endif
 
-/// SPEC sections 2 and 3: signals, stdout hygiene, closed stdout, plug-in
+/// docs/usage.md ("run", "Error codes"): signals, stdout hygiene, closed stdout, plug-in
 /// directories.
 @Suite("Host lifecycle")
 struct LifecycleTests {
@@ -211,7 +211,7 @@ struct LifecycleTests {
         }
     }
 
-    // MARK: SPEC section 4 smoke tests
+    // MARK: docs/routing-and-isolation.md smoke tests
 
     @Test("hot drop-in: a plug-in copied into the directory of a socket host is routable within 2 s, no SIGHUP (SPEC 4)",
           .scaledTimeLimit(minutes: 1))

@@ -5,7 +5,7 @@ import Testing
 import Glibc
 #endif
 
-/// SPEC section 3: `plugins`, `routes`, `check`.
+/// docs/usage.md ("run"): `plugins`, `routes`, `check`.
 @Suite("plugins, routes and check")
 struct ListingTests {
     static let expectedRoutes: [String: Int] = ["alert": 1, "calculator": 4, "faulty": 10, "pokedex": 2]

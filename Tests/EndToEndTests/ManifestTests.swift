@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// SPEC section 5: typed function actions from a binding manifest (the Math
+/// docs/plugin-guide.md: typed function actions from a binding manifest (the Math
 /// sample binds libm through libffi), in both isolation modes.
 @Suite("Binding manifests end to end")
 struct ManifestTests {

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// SPEC section 2: outcomes, callback URLs and both output formats.
+/// docs/usage.md ("Error codes"): outcomes, callback URLs and both output formats.
 @Suite("Outcomes and callbacks")
 struct OutcomeTests {
     static let divideByZero = errorLine(code: "DivisionByZero", message: "cannot divide by zero", domain: "calc")

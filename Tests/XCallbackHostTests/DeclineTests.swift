@@ -1,7 +1,7 @@
 import Testing
 @testable import XCallbackHost
 
-/// SPEC section 1: a handler may decline; the next matching route (literal,
+/// docs/routing-and-isolation.md: a handler may decline; the next matching route (literal,
 /// then argument, then wildcard) is tried, and NotFoundAction follows the
 /// last. Run through a real Host, dispatcher and route table.
 @Suite("Declining handlers")

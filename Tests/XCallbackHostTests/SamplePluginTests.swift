@@ -11,7 +11,7 @@ import Glibc
 import Musl
 #endif
 
-/// The sample plug-ins (SPEC section 5), loaded into this process with
+/// The sample plug-ins (docs/plugin-guide.md), loaded into this process with
 /// `PluginLoader` and called through the real ABI with
 /// `InProcessEndpoint.invoke(handler:request:call:)`.
 @Suite("Sample plug-ins in process")

@@ -33,11 +33,11 @@
  *   1.2  request_route, request_argument_count/_name/_value, request_id,
  *        request_attempt
  *
- * A plug-in built against 1.0 loads into a 1.1 host unchanged. XCALLBACK_PLUGIN
- * stamps the descriptor with the header's minor (1.1 here), which a 1.0 host
- * refuses; a plug-in that must also load into 1.0 hosts fills its descriptor
- * with abi_minor 0 by hand and checks `api->abi_minor` before calling any
- * 1.1 function.
+ * A plug-in built against an older minor loads into a newer host unchanged.
+ * XCALLBACK_PLUGIN stamps the descriptor with the header's minor (1.2 here),
+ * which an older host refuses; a plug-in that must also load into 1.0 hosts
+ * fills its descriptor with abi_minor 0 by hand and checks `api->abi_minor`
+ * before calling any function of a later minor.
  *
  * Threads and lifetimes
  * ---------------------

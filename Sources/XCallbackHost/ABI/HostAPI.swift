@@ -5,7 +5,7 @@ import XCallbackURL
 
 /// The `xcallback_host_api` table every plug-in receives.
 ///
-/// This file and `ReplyTable.shared` are the host's only global state: C
+/// This enum (the table and `replies`) is the host's only global state: C
 /// function pointers cannot capture context, so the table must be static and
 /// completion tokens must be resolved through a process-wide table.
 enum HostAPI {

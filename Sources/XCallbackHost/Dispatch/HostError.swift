@@ -1,6 +1,6 @@
 import XCallbackURL
 
-/// The errors the host itself gives (`errorDomain=xcallback`), SPEC section 2.
+/// The errors the host itself gives (`errorDomain=xcallback`), docs/usage.md ("Error codes").
 enum HostError {
     static let domain = "xcallback"
 

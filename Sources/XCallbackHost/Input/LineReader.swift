@@ -4,7 +4,7 @@ import Glibc
 import Musl
 #endif
 
-/// Splits a byte stream into request lines (SPEC section 3): LF or CRLF,
+/// Splits a byte stream into request lines (docs/usage.md, "run"): LF or CRLF,
 /// white space trimmed, blank lines and `#` comments skipped. A line longer
 /// than the limit is not kept: its bytes are counted and skipped to its end,
 /// so one huge line costs no memory and the next line reads normally.
