@@ -17,7 +17,7 @@ package struct Lock<State>: @unchecked Sendable {
     // @unchecked: the state is only touched with the mutex held.
     private final class Storage: ManagedBuffer<State, pthread_mutex_t> {
         deinit {
-            _ = withUnsafeMutablePointerToElements { mutex in
+            withUnsafeMutablePointerToElements { mutex in
                 pthread_mutex_destroy(mutex)
                 mutex.deinitialize(count: 1)
             }

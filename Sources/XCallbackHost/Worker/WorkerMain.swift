@@ -215,7 +215,9 @@ public enum WorkerMain {
             if let security { PluginFile.openBeforeSandbox(library, security: security) }
             files.append(library)
             var resolved = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-            if realpath(library, &resolved) != nil { files.append(String(cString: resolved)) }
+            if realpath(library, &resolved) != nil {
+                files.append(String(decoding: resolved.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+            }
         }
         return files
     }
