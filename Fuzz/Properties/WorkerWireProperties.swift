@@ -11,11 +11,13 @@ import Musl
 /// target): a hostile worker sends random frames on its socket, leaves a random page
 /// behind, then dies. The input is
 ///
-///     lastSent (8 bytes, LE) | chunk bound (1) | stream length n (2, LE) | stream (n) | page
+///     lastSent (8 bytes, LE) | chunk bound (1) | interception (1) | stream length n (2, LE)
+///     | stream (n) | page
 ///
 /// (missing bytes are zeros). The stream reaches `FrameReader.next` through a pipe in
-/// chunks of 1...bound bytes (0: all at once), and `FrameReader.frames(in:)` on
-/// prefixes; the page is three header words (24 bytes), zeros to the header's end, then
+/// chunks of 1...bound bytes (0: all at once), with an interceptor that takes the
+/// answers `peekAnswer` and `peekReturned` read, as a lane does (interception % 3: none,
+/// consumed, handed over), and `FrameReader.frames(in:)` on prefixes; the page is three header words (24 bytes), zeros to the header's end, then
 /// the outbox (under 24 bytes: the page as it is, a short one).
 ///
 /// 1. Round trip. Every decoded frame `f` re-encodes to bytes that decode to `f` again
@@ -29,7 +31,9 @@ import Musl
 /// 2. Decoding stops at the first malformed frame (an unknown kind, a payload that
 ///    does not decode, a length over `maxPayload`): `FrameReader.next` returns the
 ///    frames before it, then `.malformed`, never a frame past it; without one it
-///    returns every whole frame, then `.end`. `frames(in:)` of any prefix is the frames
+///    returns every whole frame, then `.end`. An interceptor sees each whole frame once,
+///    in order, up to that one, and the frames it takes are not returned (`.intercepted`
+///    instead, for one handed over). `frames(in:)` of any prefix is the frames
 ///    the reference finds in it.
 /// 3. The page report: `lastBegun == min(word 0, lastSent)` (so ≤ lastSent),
 ///    `claimsMemoryCeiling` is word 2 ≠ 0, and `unsentFrames` are exactly
@@ -54,17 +58,25 @@ enum WorkerWireProperties {
         }
         let lastSent = littleEndian(take(8))
         let chunkBound = Int(take(1).first ?? 0)
+        let interception = Int(take(1).first ?? 0) % 3
         let streamLength = Int(littleEndian(take(2)))
         let stream = Array(take(streamLength))
         let pageBytes = Array(take(input.count))
 
-        try checkStream(stream, chunkBound: chunkBound)
+        try checkStream(stream, chunkBound: chunkBound, interception: interception)
         try checkPage(pageBytes, lastSent: lastSent)
     }
 
     // MARK: the socket
 
-    private static func checkStream(_ stream: [UInt8], chunkBound: Int) throws(PropertyViolation) {
+    /// What `FrameReader.next` returns before it ends.
+    private enum Event: Equatable {
+        /// A frame, encoded (for byte-exact comparison).
+        case frame([UInt8])
+        case intercepted
+    }
+
+    private static func checkStream(_ stream: [UInt8], chunkBound: Int, interception: Int) throws(PropertyViolation) {
         let expected = try referenceFrames(stream[...])
         try require(expected.frames.count * 5 <= stream.count, "at most one frame per 5 bytes",
                     "\(expected.frames.count) frames in \(stream.count) bytes")
@@ -103,6 +115,36 @@ enum WorkerWireProperties {
             close(ends[0])
             if ends[1] >= 0 { close(ends[1]) }
         }
+        // As a lane does: take the answers the in-place readers read, as consumed
+        // (interception 1) or handed over (2), and leave the rest to the decoder.
+        var scratch: [ByteParameter] = []
+        func takes(_ kind: UInt8, _ payload: UnsafeRawBufferPointer) -> Bool {
+            switch kind {
+            case WorkerFrame.resultKind: WorkerFrame.peekAnswer(payload, into: &scratch) != nil
+            case WorkerFrame.returnedKind: WorkerFrame.peekReturned(payload) != nil
+            default: false
+            }
+        }
+        var seen: [[UInt8]] = []
+        let intercept: FrameReader.Intercept = { kind, payload in
+            seen.append([kind] + Array(payload))
+            guard takes(kind, payload) else { return .decode }
+            return interception == 1 ? .consumed : .handedOver
+        }
+        var expectedEvents: [Event] = []
+        for frame in expected.frames {
+            let taken = interception != 0 && frame.bytes.dropFirst(4).withUnsafeBytes {
+                takes($0[0], UnsafeRawBufferPointer(rebasing: $0[1...]))
+            }
+            if !taken {
+                expectedEvents.append(.frame(encoding(frame.decoded)))
+            } else if interception == 2 {
+                expectedEvents.append(.intercepted)
+            }
+        }
+        var expectedSeen = expected.frames.map { Array($0.bytes.dropFirst(4)) }
+        if let rejected = expected.rejected { expectedSeen.append(Array(rejected.dropFirst(4))) }
+
         let reader = FrameReader(descriptor: ends[0])
         var next = 0
         let feed = {
@@ -115,21 +157,25 @@ enum WorkerWireProperties {
             let written = stream[chunk].withUnsafeBytes { write(ends[1], $0.baseAddress, $0.count) }
             precondition(written == chunk.count, "pipe write: \(written)")
         }
-        var received: [WorkerFrame] = []
+        var received: [Event] = []
         var ending: FrameReader.Next = .end
         reading: while true {
-            switch reader.next(beforeBlocking: feed) {
+            switch reader.next(beforeBlocking: feed, intercept: interception == 0 ? nil : intercept) {
             case .frame(let frame):
-                received.append(frame)
+                received.append(.frame(encoding(frame)))
                 try require(received.count <= expected.frames.count, "no frame past the first malformed one",
                             "frame \(received.count) of \(expected.frames.count): \(frame)")
+            case .intercepted:
+                received.append(.intercepted)
             case let other:
                 ending = other
                 break reading
             }
         }
-        try require(sameFrames(received, expected.frames.map(\.decoded)), "the socket reader returns the reference's frames",
-                    "\(received.count) frames, reference \(expected.frames.count), chunk bound \(chunkBound)")
+        try require(received == expectedEvents, "the socket reader returns the reference's frames",
+                    "\(received.count) events, expected \(expectedEvents.count), chunk bound \(chunkBound), interception \(interception)")
+        try require(interception == 0 || seen == expectedSeen, "the interceptor sees each whole frame once, in order",
+                    "\(seen.count) frames seen, expected \(expectedSeen.count)")
         switch (ending, expected.malformed) {
         case (.malformed, true), (.end, false): break
         default:
@@ -293,13 +339,15 @@ enum WorkerWireProperties {
     // MARK: the reference
 
     /// The frames at the start of `bytes` as the reference reads them, up to the first
-    /// that is incomplete or malformed (`malformed`: it stopped at a malformed one).
-    static func referenceFrames(_ bytes: ArraySlice<UInt8>) throws(PropertyViolation) -> (frames: [Frame], malformed: Bool) {
+    /// that is incomplete or malformed (`malformed`: it stopped at a malformed one;
+    /// `rejected`: that frame, when it was whole and did not decode).
+    static func referenceFrames(_ bytes: ArraySlice<UInt8>) throws(PropertyViolation)
+        -> (frames: [Frame], malformed: Bool, rejected: ArraySlice<UInt8>?) {
         var frames: [Frame] = []
         var offset = bytes.startIndex
         while bytes.endIndex - offset >= 5 {
             let length = Int(littleEndian(bytes[offset..<offset + 4]))
-            guard length <= WorkerFrame.maxPayload else { return (frames, true) }
+            guard length <= WorkerFrame.maxPayload else { return (frames, true, nil) }
             guard bytes.endIndex - offset - 5 >= length else { break }
             let frameBytes = bytes[offset..<(offset + 5 + length)]
             let payload = frameBytes.dropFirst(5)
@@ -309,11 +357,11 @@ enum WorkerWireProperties {
             // An independent reading must agree on what is well formed.
             try require((decoded == nil) == (shape == nil), "the reference accepts exactly what decode accepts",
                         "kind \(kind), \(Array(payload)) -> \(String(describing: decoded))")
-            guard let decoded, let shape else { return (frames, true) }
+            guard let decoded, let shape else { return (frames, true, frameBytes) }
             frames.append(Frame(bytes: frameBytes, decoded: decoded, shape: shape))
             offset += 5 + length
         }
-        return (frames, false)
+        return (frames, false, nil)
     }
 
     /// What the reference learns of a well-formed payload.
