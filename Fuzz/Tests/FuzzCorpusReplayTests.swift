@@ -19,6 +19,7 @@ struct FuzzCorpusReplayTests {
         Target(name: "callback-encoder", check: CallbackEncoderProperties.check),
         Target(name: "route-matcher", check: RouteMatcherProperties.check),
         Target(name: "c-signature", check: CSignatureProperties.check),
+        Target(name: "worker-wire", check: WorkerWireProperties.check),
     ]
 
     static let fuzzDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
