@@ -76,7 +76,7 @@ public enum DecimalText {
                     first += 1
                     exponent -= 1
                 }
-                var start = digits + first
+                let start = digits + first
                 count -= first
                 if count > significantDigits {
                     let roundUp = start[significantDigits] >= 5
