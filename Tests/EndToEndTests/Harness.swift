@@ -705,6 +705,19 @@ func readAnswers(_ descriptor: Int32, from path: String, timeout: Double = 10) t
     return ChildProcess.lines(String(decoding: received, as: UTF8.self))
 }
 
+/// Reads one line (without its newline) the host answers on `descriptor`,
+/// a byte at a time so nothing after it is taken; what came when `timeout`
+/// passes or the connection closes.
+func readAnswerLine(_ descriptor: Int32, timeout: Double = 10) -> String {
+    var line: [UInt8] = []
+    var byte: UInt8 = 0
+    var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+    while poll(&poller, 1, Int32(TestTiming.scaled(timeout) * 1000)) > 0, read(descriptor, &byte, 1) == 1, byte != 10 {
+        line.append(byte)
+    }
+    return String(decoding: line, as: UTF8.self)
+}
+
 // MARK: - URL helpers
 
 /// Percent-encodes everything but RFC 3986 unreserved bytes (what the host

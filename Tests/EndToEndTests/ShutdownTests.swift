@@ -26,14 +26,8 @@ struct ShutdownTests {
         // The calc record proves both lines were read.
         let first = Array("faulty://x-callback-url/sleep?ms=1500\n\(Self.add)1&rhs=1\n".utf8)
         #expect(send(connection, first, first.count, Int32(MSG_NOSIGNAL)) == first.count)
-        var firstRecord: [UInt8] = []
-        var byte: UInt8 = 0
-        var poller = pollfd(fd: connection, events: Int16(POLLIN), revents: 0)
-        while byte != 10, poll(&poller, 1, Int32(TestTiming.scaled(10) * 1000)) > 0, read(connection, &byte, 1) == 1 {
-            firstRecord.append(byte)
-        }
-        try #require(String(decoding: firstRecord, as: UTF8.self).contains("\"result\":\"2\""),
-                     "first record: \(String(decoding: firstRecord, as: UTF8.self))")
+        let firstRecord = readAnswerLine(connection)
+        try #require(firstRecord.contains("\"result\":\"2\""), "first record: \(firstRecord)")
         child.send(signal: SIGTERM)
         try #require(child.waitForStderr(containing: "stop requested"), "stderr: \(child.stderr)")
         let late = (0..<100).map { "\(Self.add)\($0)&rhs=1" }

@@ -49,14 +49,8 @@ struct StopAfterInputTests {
         #expect(send(connection, lines, lines.count, Int32(MSG_NOSIGNAL)) == lines.count)
         shutdown(connection, Int32(SHUT_WR))
         // The calculator's record: both lines were read, the hang is in flight.
-        var first: [UInt8] = []
-        var byte: UInt8 = 0
-        var poller = pollfd(fd: connection, events: Int16(POLLIN), revents: 0)
-        while byte != 10, poll(&poller, 1, Int32(TestTiming.scaled(10) * 1000)) > 0, read(connection, &byte, 1) == 1 {
-            first.append(byte)
-        }
-        try #require(String(decoding: first, as: UTF8.self).contains("\"result\":\"3\""),
-                     "first record: \(String(decoding: first, as: UTF8.self))")
+        let first = readAnswerLine(connection)
+        try #require(first.contains("\"result\":\"3\""), "first record: \(first)")
         let stopped = Date()
         child.send(signal: SIGTERM)
         let answers = try readAnswers(connection, from: path, timeout: 15).map { try Record(jsonLine: $0) }

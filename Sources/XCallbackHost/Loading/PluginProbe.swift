@@ -260,13 +260,7 @@ public enum PluginProbe {
         guard let logger else { return }
         var lines = OutputLines()
         var chunk = [UInt8](repeating: 0, count: 16 * 1024)
-        let log = { (line: OutputLines.Line) in
-            let escaped = PrintableText.escaping(String(decoding: line.text, as: UTF8.self))
-            let (level, message) = WorkerLogHandler.level(of: escaped[...])
-            let cut = line.cut > 0 ? " [\(line.cut) more bytes cut]" : ""
-            logger.log(level: level, "\(message)\(cut)",
-                       metadata: ["plugin": .string(PrintableText.escaping(path)), "stream": "stderr"])
-        }
+        let log = { (line: OutputLines.Line) in WorkerOutputRelay.log(line, plugin: path, stream: "stderr", to: logger) }
         while true {
             let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
             if count < 0 && errno == EINTR { continue }

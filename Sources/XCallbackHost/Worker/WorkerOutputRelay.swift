@@ -212,11 +212,17 @@ final class WorkerOutputRelay: Sendable {
         let (admitted, droppedBefore) = source.channel.limit.withLock { $0.admit(now: MonotonicClock.now) }
         if droppedBefore > 0 { reportDropped(droppedBefore, from: source) }
         guard admitted else { return }
+        Self.log(line, plugin: source.channel.name, stream: source.stream, to: logger)
+    }
+
+    /// Logs one line a plug-in printed: escaped, at the level a worker's own
+    /// log line names (else `warning`), tagged with the plug-in and stream.
+    static func log(_ line: OutputLines.Line, plugin: String, stream: String, to logger: Logger) {
         let escaped = PrintableText.escaping(String(decoding: line.text, as: UTF8.self))
         let (level, message) = WorkerLogHandler.level(of: escaped[...])
         let cut = line.cut > 0 ? " [\(line.cut) more bytes cut]" : ""
-        logger.log(level: level, "\(message)\(cut)", metadata: ["plugin": .string(PrintableText.escaping(source.channel.name)),
-                                             "stream": .string(source.stream)])
+        logger.log(level: level, "\(message)\(cut)",
+                   metadata: ["plugin": .string(PrintableText.escaping(plugin)), "stream": .string(stream)])
     }
 
     private func reportDropped(_ count: Int, from source: Source) {
