@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <linux/sockios.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -353,6 +354,17 @@ int xcallback_seccomp_load(const xcallback_seccomp_grant *grant, int supervisor)
     }
     result |= rule(filter, fatal, "tkill", 1, SCMP_A0_32(SCMP_CMP_NE, own));
     result |= rule(filter, fatal, "pidfd_open", 1, SCMP_A0_32(SCMP_CMP_NE, own));
+
+    /* Asking the kernel to signal another process when a descriptor is
+     * ready (F_SETOWN, F_SETOWN_EX, FIOSETOWN, SIOCSPGRP) reaches past
+     * Landlock's signal scope on kernels without it: the owner gets SIGIO
+     * (or the F_SETSIG signal) whenever the host reads the worker's pipe.
+     * Only the worker itself may be the owner. */
+    result |= seccomp_rule_add(filter, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(fcntl), 2,
+                               SCMP_A1_32(SCMP_CMP_EQ, F_SETOWN), SCMP_A2_32(SCMP_CMP_NE, own));
+    result |= rule(filter, SCMP_ACT_ERRNO(EPERM), "fcntl", 1, SCMP_A1_32(SCMP_CMP_EQ, F_SETOWN_EX));
+    result |= rule(filter, SCMP_ACT_ERRNO(EPERM), "ioctl", 1, SCMP_A1_64(SCMP_CMP_MASKED_EQ, 0xFFFFFFFFu, FIOSETOWN));
+    result |= rule(filter, SCMP_ACT_ERRNO(EPERM), "ioctl", 1, SCMP_A1_64(SCMP_CMP_MASKED_EQ, 0xFFFFFFFFu, SIOCSPGRP));
 
     /* Other processes' limits and priorities: no LSM hook guards them, and
      * a same-user process may lower them (a host whose file-size limit

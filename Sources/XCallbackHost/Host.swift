@@ -41,6 +41,13 @@ public final class Host: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.spawner = WorkerSpawner(output: WorkerOutputRelay(logger: logger))
+        // A descriptor a worker holds the other end of (its socket, its
+        // stdout and stderr pipes) can be set to signal an owner with
+        // F_SETOWN: the host's pid, given a kernel without Landlock's
+        // signal scope and a plug-in past the filter. SIGIO's default ends
+        // a process; the host asks for neither signal, so it ignores both.
+        signal(SIGIO, SIG_IGN)
+        signal(SIGURG, SIG_IGN)
         self.dispatcher = Dispatcher(
             registry: registry, limits: configuration.limits, timeout: configuration.timeout,
             keepsInput: configuration.output == .jsonl, logger: logger)

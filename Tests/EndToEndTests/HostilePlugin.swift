@@ -194,11 +194,39 @@ static void spoil_page(const xcallback_request *request, xcallback_reply reply, 
     raise(SIGSEGV);
 }
 
+/* setown?host=PID: asks the kernel to signal PID when its stderr pipe is
+ * ready (F_SETOWN), then makes it ready: on a kernel without Landlock's
+ * signal scope, the host died of SIGIO each time it read that pipe. */
+static void set_owner(const xcallback_request *request, xcallback_reply reply, void *unused) {
+    (void)unused;
+    const char *pid = parameter(request, "host");
+    int result = fcntl(2, F_SETOWN, pid ? atoi(pid) : getppid());
+    char text[96];
+    snprintf(text, sizeof text, "F_SETOWN: %s", result == 0 ? "done" : strerror(errno));
+    if (result == 0) {
+        fcntl(2, F_SETFL, fcntl(2, F_GETFL) | O_ASYNC);
+        fprintf(stderr, "hostile: ready\n");
+        fflush(stderr);
+    }
+    done(reply, text);
+}
+
+/* controls: one line of 4,096 control bytes on stderr (each escapes to
+ * four characters in the log). */
+static void print_controls(const xcallback_request *request, xcallback_reply reply, void *unused) {
+    (void)request; (void)unused;
+    char line[4097];
+    memset(line, 1, 4096);
+    line[4096] = '\n';
+    (void)write(2, line, sizeof line);
+    done(reply, "printed");
+}
+
 XCALLBACK_EXPORT int xcallback_plugin_register(const xcallback_host_api *api, xcallback_plugin *plugin) {
     host = api;
     struct { const char *action; xcallback_handler handler; } routes[] = {
         {"nonblock", set_nonblocking}, {"terminal", take_terminal}, {"steal", steal_stderr},
-        {"truncate", truncate_output}, {"page", spoil_page},
+        {"truncate", truncate_output}, {"page", spoil_page}, {"setown", set_owner}, {"controls", print_controls},
     };
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
         int rc = api->register_action(plugin, "hostile", routes[i].action, routes[i].handler, NULL);
@@ -207,4 +235,87 @@ XCALLBACK_EXPORT int xcallback_plugin_register(const xcallback_host_api *api, xc
     return XCALLBACK_OK;
 }
 """#
+
+    /// A plug-in whose constructor sends the host a `ready` frame of its own
+    /// first, naming itself with newlines and a forged host log line.
+    static let liarName = "liar"
+    static let liarSource = #"""
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+#include "xcallback.h"
+
+XCALLBACK_PLUGIN("liar", "1.0.0", "Forges its worker's ready frame")
+
+static unsigned char frame[4096];
+static size_t used;
+static void u32(uint32_t value) { for (int i = 0; i < 4; i++) frame[used++] = (unsigned char)(value >> (8 * i)); }
+static void u16(uint16_t value) { frame[used++] = value & 0xff; frame[used++] = value >> 8; }
+static void text(const char *s) { u32((uint32_t)strlen(s)); memcpy(frame + used, s, strlen(s)); used += strlen(s); }
+
+__attribute__((constructor)) static void forge_ready(void) {
+    used = 5;
+    u32(3);
+    text("liar' is fine\n2026-11-26T16:00:00+0000 critical xcallback: [XCallbackHost] FORGED HOST LINE");
+    text("1.0.0");
+    text("liar");
+    u16(1);
+    u16(2);
+    u32(1);
+    text("liar://x-callback-url/echo");
+    uint32_t length = (uint32_t)(used - 5);
+    memcpy(frame, &length, 4);
+    frame[4] = 2; /* ready */
+    (void)!write(3, frame, used);
+}
+
+static const xcallback_host_api *host;
+
+static void echo(const xcallback_request *request, xcallback_reply reply, void *unused) {
+    (void)request; (void)unused;
+    const xcallback_param output[] = { { "result", "ok" } };
+    host->reply_success(reply, output, 1);
+}
+
+XCALLBACK_EXPORT int xcallback_plugin_register(const xcallback_host_api *api, xcallback_plugin *plugin) {
+    host = api;
+    return api->register_action(plugin, "liar", "echo", echo, NULL);
+}
+"""#
+
+    /// A plug-in whose constructor writes the probe's report itself (to
+    /// the first pipe past stderr): a forged identity, or, with `FLOOD`,
+    /// gigabytes of it.
+    static func probeLiarSource(flood: Bool) -> String {
+        (flood ? "#define FLOOD 1\n" : "") + #"""
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "xcallback.h"
+
+XCALLBACK_PLUGIN("probeliar", "1.0.0", "Writes the probe's report itself")
+
+__attribute__((constructor)) static void forge_report(void) {
+    for (int fd = 3; fd < 64; fd++) {
+        struct stat info;
+        if (fstat(fd, &info) != 0 || !S_ISFIFO(info.st_mode)) continue;
+#ifdef FLOOD
+        static char junk[65536];
+        memset(junk, 'r', sizeof junk);
+        for (int i = 0; i < 65536; i++) if (write(fd, junk, sizeof junk) < 0) break;
+#else
+        const char report[] = "plugin\tcalculator has\x1b[2K a new name\t9.9.9\t1.2\ttrusted\nroute\tbank://x-callback-url/transfer\n";
+        (void)!write(fd, report, sizeof report - 1);
+        _exit(0);
+#endif
+    }
+}
+
+XCALLBACK_EXPORT int xcallback_plugin_register(const xcallback_host_api *api, xcallback_plugin *plugin) {
+    (void)api; (void)plugin;
+    return XCALLBACK_OK;
+}
+"""#
+    }
 }

@@ -177,4 +177,60 @@ struct HostileWorkerTests {
         #expect(runs >= 1 && runs <= 2, "ran \(runs) times: \(result.stderr)")
         #expect(!result.stderr.contains("disabled"), "\(result.stderr)")
     }
+
+    @Test("a worker that forges its ready frame is refused, and its name forges no log line",
+          .scaledTimeLimit(minutes: 1))
+    func forgedReadyFrame() throws {
+        let fixture = try HostFixture(["Calculator"], isolation: "process")
+        try TestPlugin.build(HostilePlugin.liarName, source: HostilePlugin.liarSource, into: fixture.plugins)
+        let result = try fixture.run(["--output", "jsonl"], lines: ["liar://x-callback-url/echo", Self.calculation])
+        #expect(result.status == .exited(0), "\(result.stderr)")
+        let records = try result.records()
+        #expect(records.count == 2)
+        #expect(records.first { $0.input == Self.calculation }?.params["result"] == "3", "\(records)")
+        #expect(records.first { $0.input?.hasPrefix("liar") == true }?.outcome == "error", "\(records)")
+        #expect(result.stderr.contains("which is not a plug-in name"), "\(result.stderr)")
+        for line in result.stderr.split(separator: "\n") where line.contains("FORGED HOST LINE") {
+            #expect(line.contains("which is not a plug-in name"), "a forged line: \(line)")
+        }
+    }
+
+    @Test("a plug-in that writes the probe's report itself: check names no forged identity, and reads 1 MiB at most",
+          .scaledTimeLimit(minutes: 1), arguments: [false, true])
+    func forgedProbeReport(flood: Bool) throws {
+        let fixture = try HostFixture([], isolation: "process")
+        let library = try TestPlugin.build("probeliar", source: HostilePlugin.probeLiarSource(flood: flood), into: fixture.plugins)
+        let result = try xcallback(["check", library], timeout: TestTiming.scaled(30))
+        #expect(result.status != .exited(0), "\(result.stdout)")
+        #expect(!result.stdout.contains("9.9.9") && !result.stdout.contains("bank://"), "\(result.stdout)")
+        let reason = flood ? "more than 1048576 bytes of report" : "not one"
+        #expect(result.stderr.contains(reason), "\(result.stderr)")
+    }
+
+    @Test("F_SETOWN to the host is refused, and the host does not die of SIGIO", .scaledTimeLimit(minutes: 1))
+    func ownerSignal() throws {
+        let fixture = try Self.fixture()
+        let host = try ChildProcess(fixture.runPrefix + ["--output", "jsonl"], stdin: .pipe)
+        #expect(host.write("hostile://x-callback-url/setown?host=\(host.pid)\n"))
+        try #require(host.waitForStdoutLines(1, timeout: TestTiming.scaled(10)), "\(host.stderr)")
+        let record = try Record(jsonLine: host.stdoutLines[0])
+        #expect(record.params["result"] == "F_SETOWN: Operation not permitted", "\(record)")
+        // Whoever sends it, SIGIO does not end the host.
+        host.send(signal: SIGIO)
+        #expect(host.write(Self.calculation + "\n"))
+        try #require(host.waitForStdoutLines(2, timeout: TestTiming.scaled(10)), "\(host.stderr)")
+        host.closeInput()
+        #expect(host.waitForExit(timeout: TestTiming.scaled(20)) == .exited(0), "\(host.stderr)")
+    }
+
+    @Test("a line of 4,096 control bytes is logged escaped and cut to 4,096 characters", .scaledTimeLimit(minutes: 1))
+    func controlBytesAreCutAfterEscaping() throws {
+        let fixture = try Self.fixture()
+        let result = try fixture.run([], lines: ["hostile://x-callback-url/controls"])
+        #expect(result.status == .exited(0))
+        let logged = result.stderr.split(separator: "\n").filter { $0.contains("\\x01") }
+        #expect(logged.count == 1, "\(result.stderr.prefix(500))")
+        #expect((logged.first?.utf8.count ?? 0) < 4096 + 200, "a line of \(logged.first?.utf8.count ?? 0) bytes")
+        #expect(logged.first?.contains("more cut]") == true)
+    }
 }

@@ -87,11 +87,13 @@ public enum PluginProbe {
             close(output[0])
             return failed(path, .other("cannot start the probe: \(String(cString: strerror(status)))"))
         }
-        let text = readAll(output[0], deadline: MonotonicClock.now + UInt64(timeLimit) * 1_000_000_000)
+        var tooLong = false
+        let text = readAll(output[0], deadline: MonotonicClock.now + UInt64(timeLimit) * 1_000_000_000, tooLong: &tooLong)
         close(output[0])
         kill(-pid, SIGKILL)  // anything its constructors started
         guard let text else {
             _ = WorkerExit.wait(for: pid)
+            if tooLong { return failed(path, .other("its probe wrote more than \(maxReportBytes) bytes of report; not a plug-in's")) }
             return failed(path, .other("did not finish loading within \(timeLimit) s (a constructor or registration that never returns?)"))
         }
         if let signal = WorkerExit.wait(for: pid).signal {
@@ -164,6 +166,11 @@ public enum PluginProbe {
             let fields = line.split(separator: "\t", omittingEmptySubsequences: false).map { unescape(String($0)) }
             switch fields.first {
             case "plugin" where fields.count == 5:
+                // The report comes from a process that ran the plug-in's
+                // code: a name must be a name, as the host checks a worker's.
+                guard PluginLoader.isValidName(fields[1]), fields[2].utf8.count <= 256, fields[4].utf8.count <= 1024 else {
+                    return failed(path, .other("the probe reported a plug-in name, version or summary that is not one"))
+                }
                 let abi = fields[3].split(separator: ".").compactMap { Int($0) }
                 status.info = PluginInfo(path: path, name: fields[1], version: fields[2], summary: fields[4],
                                          abiMajor: abi.first ?? 0, abiMinor: abi.dropFirst().first ?? 0)
@@ -235,8 +242,13 @@ public enum PluginProbe {
         return result
     }
 
-    /// Everything until end of file; nil if `deadline` passes first.
-    static func readAll(_ descriptor: Int32, deadline: UInt64) -> String? {
+    /// The most a probe's report may hold: a plug-in that writes more is
+    /// not reporting (it held `check` at 4 GB before).
+    static let maxReportBytes = 1 << 20
+
+    /// Everything until end of file; nil if `deadline` passes first, or
+    /// past `maxReportBytes` (then `tooLong` is set).
+    static func readAll(_ descriptor: Int32, deadline: UInt64, tooLong: inout Bool) -> String? {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
         while true {
@@ -250,6 +262,10 @@ public enum PluginProbe {
             if count < 0 && errno == EINTR { continue }
             if count <= 0 { break }
             bytes.append(contentsOf: chunk[0..<count])
+            if bytes.count > maxReportBytes {
+                tooLong = true
+                return nil
+            }
         }
         return String(decoding: bytes, as: UTF8.self)
     }

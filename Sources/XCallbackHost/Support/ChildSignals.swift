@@ -26,7 +26,9 @@ enum ChildSignals {
         posix_spawnattr_setsigmask(&attributes, &unblocked)
         var reset = sigset_t()
         sigemptyset(&reset)
-        for signal in defaults { sigaddset(&reset, signal) }
+        // The host ignores SIGIO and SIGURG (`Host.init`); its children
+        // start with them at their defaults, as they would anywhere else.
+        for signal in defaults + [SIGIO, SIGURG] { sigaddset(&reset, signal) }
         posix_spawnattr_setsigdefault(&attributes, &reset)
         posix_spawnattr_setpgroup(&attributes, 0)
         // POSIX_SPAWN_SETSID (glibc 2.26) makes the group too.

@@ -215,14 +215,18 @@ final class WorkerOutputRelay: Sendable {
         Self.log(line, plugin: source.channel.name, stream: source.stream, to: logger)
     }
 
-    /// Logs one line a plug-in printed: escaped, at the level a worker's own
-    /// log line names (else `warning`), tagged with the plug-in and stream.
+    /// Logs one line a plug-in printed: escaped and cut again (an escape
+    /// takes up to four times the bytes), at the level a worker's own log
+    /// line names but never above `warning` (a plug-in's word cannot raise
+    /// an operator's alarm), tagged with the plug-in and stream.
     static func log(_ line: OutputLines.Line, plugin: String, stream: String, to logger: Logger) {
         let escaped = PrintableText.escaping(String(decoding: line.text, as: UTF8.self))
-        let (level, message) = WorkerLogHandler.level(of: escaped[...])
-        let cut = line.cut > 0 ? " [\(line.cut) more bytes cut]" : ""
-        logger.log(level: level, "\(message)\(cut)",
-                   metadata: ["plugin": .string(PrintableText.escaping(plugin)), "stream": .string(stream)])
+        let (named, message) = WorkerLogHandler.level(of: escaped[...])
+        var text = String(message.prefix(OutputLines.maxLength))
+        let cut = line.cut + (message.count - text.count)
+        if cut > 0 { text += " [\(cut) more cut]" }
+        logger.log(level: min(named, .warning), "\(text)",
+                   metadata: ["plugin": .string(PrintableText.escaping(String(plugin.prefix(64)))), "stream": .string(stream)])
     }
 
     private func reportDropped(_ count: Int, from source: Source) {

@@ -225,6 +225,15 @@ final class WorkerProcess: Sendable {
             ? reader.next(beforeBlocking: {}) : .end
         switch answer {
         case .frame(.ready(let version, let info, let routes)) where version == WorkerFrame.protocolVersion:
+            // The worker's word for what it loaded: the plug-in's name shows
+            // in every log line about it, so it must be a name (a forged one
+            // with newlines wrote whole log lines of the host's).
+            if let problem = readyProblem(info: info, routes: routes) {
+                close(host)
+                launch.parent.signalGroup(pid, SIGKILL)
+                _ = launch.parent.wait(for: pid)
+                throw StartError(message: "\(PrintableText.escaping(pluginPath)): the worker's handshake \(problem); not started")
+            }
             launch.output?.rename(info.name)
             let pluginInfo = PluginInfo(path: pluginPath, name: info.name, version: info.version, summary: info.summary,
                                         abiMajor: Int(info.abiMajor), abiMinor: Int(info.abiMinor))
@@ -242,6 +251,21 @@ final class WorkerProcess: Sendable {
             let exit = launch.parent.wait(for: pid)
             throw StartError(message: "\(pluginPath): the worker \(exit) before it was ready")
         }
+    }
+
+    /// What is wrong with what a worker said it loaded, if anything: a
+    /// name as the loader checks it, and text of bounded size.
+    private static func readyProblem(info: WorkerFrame.WireInfo, routes: [String]) -> String? {
+        guard PluginLoader.isValidName(info.name) else {
+            return "named the plug-in '\(PrintableText.escaping(String(info.name.prefix(64))))', which is not a plug-in name"
+        }
+        guard info.version.utf8.count <= 256, info.summary.utf8.count <= 1024 else {
+            return "gave a version or summary longer than 256 or 1,024 bytes"
+        }
+        guard routes.count <= 65_536, routes.allSatisfy({ $0.utf8.count <= 4096 }) else {
+            return "gave more than 65,536 routes, or one longer than 4 KiB"
+        }
+        return nil
     }
 
     /// Ends the worker's process group as soon as the worker exits. Needed
