@@ -233,4 +233,24 @@ struct HostileWorkerTests {
         #expect((logged.first?.utf8.count ?? 0) < 4096 + 200, "a line of \(logged.first?.utf8.count ?? 0) bytes")
         #expect(logged.first?.contains("more cut]") == true)
     }
+
+    @Test("a worker that stops reading its requests holds up no other plug-in's", .scaledTimeLimit(minutes: 2))
+    func stalledWorkerBlocksNobody() throws {
+        let fixture = try HostFixture(["Faulty", "Calculator"], isolation: "process")
+        let padding = String(repeating: "a", count: 150)
+        // 4,000 requests the worker never reads (its handler hangs on the
+        // first), more than its socket holds, then a calculation.
+        let lines = (0..<4_000).map { _ in "faulty://x-callback-url/hang?x=\(padding)" } + [Self.calculation]
+        let host = try ChildProcess(fixture.runPrefix + ["--output", "jsonl", "--timeout", "20"], stdin: .pipe)
+        #expect(host.write(lines.map { $0 + "\n" }.joined()))
+        // Before, the calculation waited for every hung request's deadline,
+        // or for ever: the threads the input was handed to each queued
+        // behind the stuck write.
+        try #require(host.waitForStdoutLines(1, timeout: TestTiming.scaled(60)), "\(host.stderr.suffix(1000))")
+        let first = try Record(jsonLine: host.stdoutLines[0])
+        #expect(first.params["result"] == "3", "the first record: \(first)")
+        host.closeInput()
+        #expect(host.waitForExit(timeout: TestTiming.scaled(90)) == .exited(0), "\(host.stderr.suffix(1000))")
+        #expect(host.stdoutLines.count == lines.count, "every request keeps its record")
+    }
 }

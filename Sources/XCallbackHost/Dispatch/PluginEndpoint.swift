@@ -51,11 +51,11 @@ final class HandlerCall: Sendable {
         }
     }
 
-    /// A worker died with this call in flight, saying it had not begun it:
-    /// whether it may go to the next worker. Once only. The "not begun" is
-    /// the dead worker's word (its shared page), and a worker that lied
-    /// would have a started request run again and again; a request that
-    /// was in flight at two crashes is taken for begun (`PluginCrashed`).
+    /// A worker died with this call the oldest in flight, saying it had
+    /// begun none of them: whether it may go to the next worker. Once only.
+    /// The "none begun" is the dead worker's word (its shared page), and a
+    /// worker that lied would have the request it was running run again and
+    /// again; the second time, it is taken for begun (`PluginCrashed`).
     func mayRunAfterCrash() -> Bool {
         crashesSurvived.add(1, ordering: .relaxed).oldValue == 0
     }

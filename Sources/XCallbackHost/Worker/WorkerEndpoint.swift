@@ -168,6 +168,7 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
 
 
     private func watch(_ worker: WorkerProcess) {
+        worker.whenWriterResumes { [self] in sendWaiting(to: worker) }
         worker.startReading(
             onHung: { [self] hung in replaceHung(hung) },
             onDenied: { [self] denied in logDenied(denied) },
@@ -319,6 +320,29 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
             }
             // Retired while it started: it answers what waited for it, then stops.
             if stopped { worker.retire() }
+        }
+    }
+
+    /// Sends what waited while `worker` was not reading its requests, now
+    /// that it reads again; what it turns away again waits, first in line.
+    private func sendWaiting(to worker: WorkerProcess) {
+        let waiting = state.withLock { state -> [(handler: Int, request: RequestFields, call: HandlerCall)] in
+            guard state.current === worker, !state.waiting.isEmpty else { return [] }
+            defer { state.waiting.removeAll() }
+            return state.waiting
+        }
+        for (position, item) in waiting.enumerated() {
+            guard worker.send(handler: item.handler, request: item.request, call: item.call) else {
+                let rest = waiting[position...]
+                let sendNow = state.withLock { state -> Bool in
+                    state.waiting.insert(contentsOf: rest, at: 0)
+                    // Replaced meanwhile: its successor may have started
+                    // before these were back in line.
+                    return state.current !== worker && state.current != nil
+                }
+                if sendNow, let next = state.withLock({ $0.current }) { sendWaiting(to: next) }
+                return
+            }
         }
     }
 

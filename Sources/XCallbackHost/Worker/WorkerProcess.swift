@@ -24,7 +24,7 @@ final class WorkerProcess: Sendable {
     private let sandbox: SandboxPlan?
     private let supervisor: SandboxSupervisor?
     private let parent: WorkerParent
-    private let writer: BufferedWriter
+    private let writer: WorkerRequestWriter
     private let reader: UncheckedFrameReader
     private let state = Lock(State())
     /// The next frame id; taken under the writer's lock, so frames go out in
@@ -43,6 +43,9 @@ final class WorkerProcess: Sendable {
     private let ended = ConditionLock(false)
     /// Set once the group watcher (if any) is done with the worker's pid.
     private let groupWatched: ConditionLock<Bool>
+    /// What to do once a write that waited for the worker past the
+    /// writer's patience went through (`whenWriterResumes`).
+    private let writerResumed = Lock<(@Sendable () -> Void)?>(nil)
 
     /// What the worker reported once the plug-in loaded.
     struct Ready: Sendable {
@@ -90,7 +93,7 @@ final class WorkerProcess: Sendable {
         self.groupWatched = ConditionLock(true)
         self.reader = UncheckedFrameReader(reader)
         self.ready = ready
-        self.writer = BufferedWriter(descriptor: socket)
+        self.writer = WorkerRequestWriter(descriptor: socket, onResumed: { [writerResumed] in writerResumed.withLock { $0 }?() })
     }
 
     /// Starts `executable __worker PATH`, waits for its handshake (up to
@@ -336,8 +339,14 @@ final class WorkerProcess: Sendable {
                 for (id, entry) in adopted {
                     state.calls[id] = InFlight(handler: entry.handler, request: entry.request.fields, call: entry.request.call)
                 }
+                // A page that says the worker began none of what it was
+                // sent is the one claim a lying worker gains by: the oldest
+                // request, the one it was running, would run again on the
+                // next worker, and again. That request goes on once at most.
+                let oldest = state.calls.keys.min() ?? 0
+                let claimsNoneBegun = lastBegun < oldest
                 for (id, entry) in state.calls {
-                    if id <= lastBegun || !entry.call.mayRunAfterCrash() {
+                    if id <= lastBegun || (claimsNoneBegun && id == oldest && !entry.call.mayRunAfterCrash()) {
                         begun.append(entry.call)
                     } else {
                         unstarted.append((id, Unstarted(handler: entry.handler, request: entry.request, call: entry.call)))
@@ -385,6 +394,11 @@ final class WorkerProcess: Sendable {
     /// Sends a request; false when the worker is gone or retiring. A call
     /// the host already gave up on is dropped (and counts as sent).
     func send(handler: Int, request: RequestFields, call: HandlerCall) -> Bool {
+        // A worker that stopped reading holds its writer: a request queued
+        // behind that write would hold the input thread that sent it, and
+        // then every plug-in's requests. It waits in the endpoint instead
+        // (`whenWriterResumes`), or for the next worker.
+        guard !writer.turnAwayIfBusy() else { return false }
         var sent = false
         // Ids are taken under the writer's lock, so frames go out in id
         // order: the worker begins them in that order, which is what makes
@@ -419,6 +433,12 @@ final class WorkerProcess: Sendable {
         }
         onHung?(self)
         retireIfDrained()
+    }
+
+    /// Runs `body` each time a write to the worker goes through that
+    /// `send` turned a request away from: the requests waiting can go now.
+    func whenWriterResumes(_ body: @escaping @Sendable () -> Void) {
+        writerResumed.withLock { $0 = body }
     }
 
     /// Takes no new requests; the process stops once nothing is in flight.
@@ -475,6 +495,7 @@ extension WorkerProcess {
                   callbacks: (success: UnsafeBufferPointer<UInt8>?, error: UnsafeBufferPointer<UInt8>?,
                               cancel: UnsafeBufferPointer<UInt8>?),
                   sequence: UInt64, sink: OutputSink, owner: any WorkerLaneOwner, takeID: () -> UInt64) -> Bool {
+        guard !writer.turnAwayIfBusy() else { return false }
         let slots = lane.load() ?? makeLane(owner: owner)
         var sent = false
         var withdrawn = false
