@@ -315,6 +315,7 @@ final class WorkerProcess: Sendable {
             // After the watcher: it must not signal a reaped pid.
             groupWatched.wait(until: { $0 }) { _ in }
             let exit = parent.reap(pid, grace: 1000)
+            writer.close()
             close(socket)
             // Reaped: its pid may belong to someone else now, so nothing
             // below may signal it.

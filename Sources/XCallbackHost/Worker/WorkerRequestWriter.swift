@@ -10,31 +10,39 @@ import Musl
 /// wait for the worker.
 ///
 /// Frames are batched as `BufferedWriter` batches them (one write per burst,
-/// `BatchingThread`), but each write is tried without blocking. What the
-/// socket does not take is left to a thread of its own (the flusher), which
-/// waits for the worker to read it. While it waits, the writer is busy:
-/// `turnAwayIfBusy` tells a sender to keep its request elsewhere (the
-/// endpoint's waiting line) instead of queueing behind the write, and
+/// `BatchingThread`), and each batch is written without blocking. What the
+/// socket does not take waits in the buffer for the worker's flusher, a
+/// thread of its own that writes it as the worker reads; senders meanwhile
+/// add to the buffer and go on. Only a worker that has not read for
+/// `stuckAfter` makes the writer busy: `turnAwayIfBusy` then tells a sender
+/// to keep its request elsewhere (the endpoint's waiting line), and
 /// `onResumed` says when to send it. A worker that stops reading its socket
-/// then holds up its own requests only: before, the input thread that
-/// wrote to it waited with it, and with it every plug-in's requests.
-final class WorkerRequestWriter: Flushable, @unchecked Sendable {
-    // @unchecked: `buffer` and `closed` are guarded by `lock`.
+/// holds up its own requests only: before, the input thread that wrote to
+/// it waited with it, and with it every plug-in's requests.
+final class WorkerRequestWriter: Flushable, Sendable {
+    private struct State {
+        var buffer: [UInt8] = []
+        var closed = false
+        /// The flusher owns the socket: what is buffered is its to write.
+        var flushing = false
+        var flusherStarted = false
+    }
+
     private let descriptor: Int32
-    private let lock = Lock(())
-    private var buffer: [UInt8] = []
-    private var closed = false
-    /// A flusher is writing what the socket did not take.
-    private let flushing = Atomic<Bool>(false)
-    /// A sender was turned away while the flusher wrote.
+    private let state = ConditionLock(State())
+    /// A sender was turned away while the flusher waited.
     private let turnedAway = Atomic<Bool>(false)
-    /// When the flusher's write began (monotonic ns; 0: none).
+    /// When the flusher's current write began (monotonic ns; 0: none).
     private let writingSince = Atomic<UInt64>(0)
     private let onClosed: @Sendable () -> Void
     private let onResumed: @Sendable () -> Void
 
+    /// How long the flusher may wait for the worker before senders are
+    /// turned away: a worker keeping up drains its socket in microseconds.
+    static let stuckAfter: UInt64 = 100_000_000
+
     /// `onClosed` runs once, when a write finds the worker gone; `onResumed`
-    /// after the flusher wrote everything, if a sender was turned away.
+    /// once the flusher has written everything, if a sender was turned away.
     init(descriptor: Int32, onClosed: @escaping @Sendable () -> Void = {},
          onResumed: @escaping @Sendable () -> Void = {}) {
         self.descriptor = descriptor
@@ -46,27 +54,27 @@ final class WorkerRequestWriter: Flushable, @unchecked Sendable {
     /// keep the order of `append`. Never waits for the worker.
     func append(_ fill: (inout [UInt8]) -> Void) {
         let deferred = BatchingThread.isCurrent
-        let outcome = lock.withLock { _ -> Outcome in
-            guard !closed else { return .written }
-            fill(&buffer)
-            return !deferred || buffer.count >= BufferedWriter.threshold ? writeWithoutWaiting() : .written
+        let closedNow = state.withLock { state -> Bool in
+            guard !state.closed else { return false }
+            fill(&state.buffer)
+            return !deferred || state.buffer.count >= BufferedWriter.threshold ? writeWithoutWaiting(&state) : false
         }
-        report(outcome)
+        if closedNow { onClosed() }
         if deferred { _ = BatchingThread.deferFlush(self) }
     }
 
     func flush() {
-        report(lock.withLock { _ in writeWithoutWaiting() })
+        if state.withLock({ writeWithoutWaiting(&$0) }) { onClosed() }
     }
 
-    /// True while the flusher waits for the worker to read: the caller
-    /// should keep its request and send it once `onResumed` runs (which it
-    /// will: either the flusher sees this turn-away, or this sees the
-    /// flusher done and answers false).
+    /// True while the flusher has waited for the worker past `stuckAfter`:
+    /// the caller should keep its request and send it once `onResumed`
+    /// runs (which it will: either the flusher sees this turn-away, or this
+    /// sees the flusher done and answers false).
     func turnAwayIfBusy() -> Bool {
-        guard flushing.load(ordering: .sequentiallyConsistent) else { return false }
+        guard isStuck(longerThan: Self.stuckAfter) else { return false }
         turnedAway.store(true, ordering: .sequentiallyConsistent)
-        return flushing.load(ordering: .sequentiallyConsistent)
+        return writingSince.load(ordering: .sequentiallyConsistent) != 0
     }
 
     /// Whether the flusher has waited for the worker longer than `limit` ns.
@@ -75,22 +83,13 @@ final class WorkerRequestWriter: Flushable, @unchecked Sendable {
         return since != 0 && MonotonicClock.now &- since > limit
     }
 
-    private enum Outcome {
-        case written
-        case closed
-    }
-
-    private func report(_ outcome: Outcome) {
-        if case .closed = outcome { onClosed() }
-    }
-
-    /// Writes what the socket takes now; hands the rest to a flusher.
-    /// Called with the lock held.
-    private func writeWithoutWaiting() -> Outcome {
-        guard !buffer.isEmpty, !closed, !flushing.load(ordering: .relaxed) else { return .written }
+    /// Writes what the socket takes now, unless the flusher has the socket;
+    /// wakes the flusher for the rest. True when the worker is gone.
+    private func writeWithoutWaiting(_ state: inout State) -> Bool {
+        guard !state.buffer.isEmpty, !state.closed, !state.flushing else { return false }
         var offset = 0
-        while offset < buffer.count {
-            let sent = buffer.withUnsafeBytes {
+        while offset < state.buffer.count {
+            let sent = state.buffer.withUnsafeBytes {
                 send(descriptor, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_DONTWAIT | MSG_NOSIGNAL))
             }
             if sent > 0 {
@@ -99,48 +98,57 @@ final class WorkerRequestWriter: Flushable, @unchecked Sendable {
             }
             if sent < 0 && errno == EINTR { continue }
             if sent < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { break }
-            closed = true
-            buffer.removeAll()
-            return .closed
+            state.closed = true
+            state.buffer = []
+            return true
         }
-        buffer.removeFirst(offset)
-        if buffer.isEmpty {
-            buffer.removeAll(keepingCapacity: buffer.capacity <= 4 * BufferedWriter.threshold)
-            return .written
+        if offset == state.buffer.count {
+            state.buffer.removeAll(keepingCapacity: state.buffer.capacity <= 4 * BufferedWriter.threshold)
+            return false
         }
-        flushing.store(true, ordering: .sequentiallyConsistent)
-        Threads.detach { [self] in flushUntilEmpty() }
-        return .written
+        state.buffer.removeFirst(offset)
+        state.flushing = true
+        if !state.flusherStarted {
+            state.flusherStarted = true
+            Threads.detach { [self] in flushForever() }
+        }
+        self.state.broadcast()
+        return false
     }
 
-    /// The flusher: writes the buffer, waiting for the worker, until it is
-    /// empty; what senders append meanwhile goes out after it, in order.
-    private func flushUntilEmpty() {
+    /// The flusher: whenever the socket was full, writes the buffer as the
+    /// worker reads it, until the buffer is empty; ends with the socket.
+    private func flushForever() {
         while true {
-            // The next batch, or done: decided under the lock, where appends
-            // happen, so nothing appended is left behind.
-            let pending: [UInt8]? = lock.withLock { _ in
-                guard !closed, !buffer.isEmpty else {
-                    flushing.store(false, ordering: .sequentiallyConsistent)
-                    return nil
-                }
-                defer { buffer = [] }
-                return buffer
+            let pending: [UInt8]? = state.wait(until: { $0.closed || ($0.flushing && !$0.buffer.isEmpty) }) { state in
+                guard !state.closed else { return nil }
+                defer { state.buffer = [] }
+                return state.buffer
             }
-            guard let pending else { break }
+            guard let pending else { return }
             writingSince.store(MonotonicClock.now, ordering: .relaxed)
             let failed = pending.withUnsafeBytes { BufferedWriter.writeAll(descriptor, $0, patience: nil) }
-            writingSince.store(0, ordering: .relaxed)
-            if failed {
-                lock.withLock { _ in
-                    closed = true
-                    buffer.removeAll()
-                    flushing.store(false, ordering: .sequentiallyConsistent)
+            writingSince.store(0, ordering: .sequentiallyConsistent)
+            // Done once nothing was appended meanwhile: decided under the
+            // lock, where appends happen.
+            state.withLock { state in
+                if failed {
+                    state.closed = true
+                    state.buffer = []
                 }
+                if state.buffer.isEmpty { state.flushing = false }
+            }
+            if failed {
                 onClosed()
                 return
             }
+            if turnedAway.exchange(false, ordering: .sequentiallyConsistent) { onResumed() }
         }
-        if turnedAway.exchange(false, ordering: .sequentiallyConsistent) { onResumed() }
+    }
+
+    /// Ends the flusher (the worker is gone).
+    func close() {
+        state.withLock { $0.closed = true }
+        state.broadcast()
     }
 }
