@@ -11,12 +11,14 @@ import PackageDescription
 //   XCallbackHost     discovery, loading, dispatch, workers, inputs and outputs
 //   XCallbackQueue    the durable queue on PostgreSQL many hosts share: it claims
 //                     requests, feeds them to a Host, and records their outcomes
-//   xcallback         the command line only (CSDKHeader embeds xcallback.h for `sdk`)
-//   xcallback-queue   the same command line (Sources/xcallback-queue links
-//                     each of its files) built with the queue: `xcallback`
-//                     hands `queue`, `enqueue`, `outcomes` and `run --queue`
-//                     to it, so the binary that runs stdin, FIFOs, sockets
-//                     and every worker carries no database client
+//   XCallbackCLI      the command line: every command but the queue's, compiled
+//                     once for both binaries (CSDKHeader embeds xcallback.h for `sdk`)
+//   xcallback         a main on XCallbackCLI that hands `queue`, `enqueue`,
+//                     `outcomes` and `run --queue` to xcallback-queue, so the
+//                     binary that runs stdin, FIFOs, sockets and every worker
+//                     carries no database client
+//   xcallback-queue   a main on XCallbackCLI and XCallbackQueue: the same
+//                     command line with the queue's commands
 let package = Package(
     name: "xcallback",
     products: [
@@ -85,25 +87,30 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .executableTarget(
-            name: "xcallback",
+        // What differs between the two binaries is a `CLIEdition` each main
+        // names: the queue's commands, `run --queue`, where workers start from.
+        .target(
+            name: "XCallbackCLI",
             dependencies: [
                 "XCallbackHost", "XCallbackSandbox", "CSDKHeader", "CHostSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // Symbolic links to Sources/xcallback's files, plus QueueCommands.swift;
-        // XCALLBACK_QUEUE turns the queue's parts on. A new file in
-        // Sources/xcallback gets its link here too.
+        .executableTarget(
+            name: "xcallback",
+            dependencies: [
+                "XCallbackCLI", "XCallbackHost",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         .executableTarget(
             name: "xcallback-queue",
             dependencies: [
-                "XCallbackHost", "XCallbackSandbox", "XCallbackQueue", "CSDKHeader", "CHostSupport",
+                "XCallbackCLI", "XCallbackHost", "XCallbackQueue", "XCallbackURL",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: [.define("XCALLBACK_QUEUE")]
+            ]
         ),
 
         .target(name: "Calculator", dependencies: ["XCallbackPluginKit"], path: "Plugins/Calculator"),

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import XCallbackCLI
 import XCallbackHost
 import XCallbackQueue
 import XCallbackURL

@@ -1,1 +1,18 @@
-../xcallback/XCallback.swift
+import ArgumentParser
+import XCallbackCLI
+import XCallbackHost
+
+/// The `xcallback-queue` command: the command line of `xcallback`
+/// (XCallbackCLI) with the durable queue's commands (QueueCommands.swift),
+/// which `xcallback` hands to it.
+@main
+struct XCallback: ParsableCommand {
+    static let configuration = RootCommand.configuration(for: QueueEdition.self)
+
+    static func main() {
+        Allocator.keepFreedMemory()
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        RootCommand.runInternalCommand(arguments)
+        CommandRunner<Self>.run(arguments)
+    }
+}

@@ -1,4 +1,5 @@
 import ArgumentParser
+import XCallbackCLI
 
 // The queue's commands as `xcallback` lists them (help, completions, "did you
 // mean"). `XCallback.main` hands them to `xcallback-queue` before parsing, so

@@ -370,21 +370,18 @@ struct QueueTests {
     }
 }
 
-/// `xcallback-queue` is built from links to `xcallback`'s sources: a file
-/// added to one and not linked from the other would leave the two command
-/// lines apart.
-@Suite("xcallback-queue's sources")
-struct QueueBinarySourcesTests {
-    @Test("every file of Sources/xcallback is linked from Sources/xcallback-queue, which adds only QueueCommands.swift")
-    func linked() throws {
-        let sources = TestPostgres.repository + "/Sources"
-        let lean = Set(try FileManager.default.contentsOfDirectory(atPath: sources + "/xcallback"))
-        let queue = Set(try FileManager.default.contentsOfDirectory(atPath: sources + "/xcallback-queue"))
-        #expect(queue.subtracting(lean) == ["QueueCommands.swift"])
-        #expect(lean.subtracting(queue) == ["QueueCommandStubs.swift"])
-        for file in lean.intersection(queue) {
-            let target = try FileManager.default.destinationOfSymbolicLink(atPath: sources + "/xcallback-queue/" + file)
-            #expect(target == "../xcallback/" + file)
+/// `xcallback` and `xcallback-queue` share their command line
+/// (XCallbackCLI); the database client stays out of `xcallback`, which
+/// every stdin run and every worker starts (docs/performance.md).
+@Suite("xcallback-queue's database client")
+struct QueueBinaryTests {
+    @Test("PostgresNIO is linked into xcallback-queue and not into xcallback")
+    func leanBinary() throws {
+        func links(_ binary: String, _ module: String) throws -> Bool {
+            guard let data = FileManager.default.contents(atPath: binary) else { throw HarnessError("cannot read \(binary)") }
+            return data.range(of: Data(module.utf8)) != nil
         }
+        #expect(try links(Products.directory + "/xcallback-queue", "PostgresNIO"))
+        #expect(try !links(Products.xcallback, "PostgresNIO"))
     }
 }

@@ -18,7 +18,7 @@ import Glibc
 /// thread SIGUSR1: sigwait took it as a request for a summary, and the
 /// thread never stopped, so the handler tried again, 16 times 2 s apart. A
 /// crashed host printed its summary 16 times and lingered 32 s more.
-struct SignalWaiter: Sendable {
+package struct SignalWaiter: Sendable {
     private let signals: [Int32] = [SIGINT, SIGTERM, SIGHUP, SIGUSR1]
 
     /// Whether the first stop was SIGINT (Ctrl-C): `run` then exits 130,
@@ -44,7 +44,7 @@ struct SignalWaiter: Sendable {
 
     /// Starts the thread: SIGINT/SIGTERM call `onStop` (a second one exits
     /// at once), SIGHUP `onReload`, SIGUSR1 `onReport`.
-    func start(onStop: @escaping @Sendable () -> Void, onReload: @escaping @Sendable () -> Void,
+    package func start(onStop: @escaping @Sendable () -> Void, onReload: @escaping @Sendable () -> Void,
                onReport: @escaping @Sendable () -> Void) {
         var set = signalSet
         let descriptor = xcallback_signal_descriptor(&set)

@@ -1,9 +1,6 @@
 import ArgumentParser
 import Logging
 import XCallbackHost
-#if XCALLBACK_QUEUE
-import XCallbackQueue
-#endif
 import XCallbackSandbox
 import XCallbackURL
 
@@ -11,11 +8,14 @@ import XCallbackURL
 import Glibc
 #endif
 
-struct RunCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "run",
-        abstract: "Run the host: read request URLs, write one outcome record per request.",
-        discussion: discussion)
+/// `run`, as `Edition` runs it: only `xcallback-queue` consumes a queue.
+package struct RunCommand<Edition: CLIEdition>: ParsableCommand {
+    package static var configuration: CommandConfiguration {
+        CommandConfiguration(
+            commandName: "run",
+            abstract: "Run the host: read request URLs, write one outcome record per request.",
+            discussion: discussion)
+    }
 
     // Grouped for --help (RunOptions.swift).
     @OptionGroup(title: "Input") var input: RunInputOptions
@@ -28,7 +28,9 @@ struct RunCommand: ParsableCommand {
     @OptionGroup(title: "Output") var records: RunOutputOptions
     @OptionGroup(title: "Diagnostics") var diagnostics: RunDiagnosticOptions
 
-    func validate() throws {
+    package init() {}
+
+    package func validate() throws {
         if !(timeout > 0) { throw ValidationError("--timeout must be a positive number of seconds") }
         if gracePeriod < 0 { throw ValidationError("--grace-period cannot be negative") }
         if restartLimit < 0 { throw ValidationError("--restart-limit cannot be negative") }
@@ -48,7 +50,7 @@ struct RunCommand: ParsableCommand {
         }
     }
 
-    func run() throws {
+    package func run() throws {
         // First, before any thread starts: it clears LISTEN_* from the environment.
         let activated: InheritedSocket?
         do {
@@ -85,7 +87,7 @@ struct RunCommand: ParsableCommand {
         configuration.limits = ParseLimits(maxLineBytes: maxLineBytes)
         configuration.allowInsecurePlugins = plugins.allowInsecure
         // Workers run the lean `xcallback`, even from `xcallback-queue`.
-        configuration.workerExecutable = QueueHandover.leanExecutable
+        configuration.workerExecutable = Edition.workerExecutable
         configuration.sandbox = sandbox.mode.value
         configuration.sandboxPolicy = try sandbox.policy()
         try checkBeforeStart()
@@ -102,13 +104,8 @@ struct RunCommand: ParsableCommand {
         }
         let format = logFormat.value
         if let queue {
-            #if XCALLBACK_QUEUE
-            try runQueue(queue, host: host, signals: signals, records: records, format: format)
+            try Edition.runQueue(queue, for: self, host: host, signals: signals, records: records, format: format)
             return
-            #else
-            _ = queue
-            throw Failure.exit("--queue is run by xcallback-queue, which xcallback hands it to before it starts")
-            #endif
         }
         signals.start(
             onStop: { host.requestStop() },
@@ -134,43 +131,13 @@ struct RunCommand: ParsableCommand {
     }
 }
 
-#if XCALLBACK_QUEUE
-extension RunCommand {
-    /// `run --queue`: the host consumes the queue until SIGINT/SIGTERM.
-    func runQueue(_ url: String, host: Host, signals: SignalWaiter, records: Int32, format: LogFormat) throws {
-        let location: QueueLocation
-        do { location = try QueueLocation(parsing: url) } catch { throw Failure.exit(error.message) }
-        var options = QueueConsumerOptions()
-        options.lease = .milliseconds(Int64(lease * 1000))
-        options.batchSize = batchSize
-        options.maxInFlight = max(batchSize * 8, 1_024)
-        options.retention = .milliseconds(Int64(retention * 1000))
-        let consumer = QueueConsumer(location: location, options: options, host: host, format: output.value,
-                                     output: records, logger: Diagnostics.logger)
-        signals.start(
-            onStop: {
-                host.requestStop()
-                consumer.stop()
-            },
-            onReload: { host.rescan() },
-            onReport: { Diagnostics.writeSummary(host.outcomes, format: format, final: false) })
-        do {
-            try consumer.run()
-        } catch {
-            throw Failure.exit(error.message)
-        }
-        if !noSummary { Diagnostics.writeSummary(host.outcomes, format: format, final: true) }
-    }
-}
-#endif
-
 enum IsolationArgument: String, ExpressibleByArgument, CaseIterable {
     case process, none
     var value: Isolation { Isolation(rawValue: rawValue)! }
 }
 
-enum OutputFormatArgument: String, ExpressibleByArgument, CaseIterable {
+package enum OutputFormatArgument: String, ExpressibleByArgument, CaseIterable {
     case url, jsonl
-    var value: OutputFormat { OutputFormat(rawValue: rawValue)! }
+    package var value: OutputFormat { OutputFormat(rawValue: rawValue)! }
 }
 

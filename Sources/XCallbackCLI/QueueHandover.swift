@@ -8,12 +8,12 @@ import Glibc
 /// `xcallback` is what starts for each stdin run and each worker. So
 /// `xcallback` hands the queue's commands to `xcallback-queue`, found
 /// beside it, and `xcallback-queue` starts its workers from `xcallback`.
-enum QueueHandover {
+package enum QueueHandover {
     static let queueBinaryName = "xcallback-queue"
     static let leanBinaryName = "xcallback"
 
     /// `queue …`, `enqueue …`, `outcomes …`, or `run` with `--queue`.
-    static func isQueueCommand(_ arguments: [String]) -> Bool {
+    package static func isQueueCommand(_ arguments: [String]) -> Bool {
         switch arguments.first {
         case "queue"?, "enqueue"?, "outcomes"?: return true
         case "run"?: return arguments.dropFirst().contains { $0 == "--queue" || $0.hasPrefix("--queue=") }
@@ -30,7 +30,7 @@ enum QueueHandover {
 
     /// Replaces this process with `xcallback-queue` and the same arguments;
     /// exits 1 with what to do when it is not there.
-    static func execQueueBinary() -> Never {
+    package static func execQueueBinary() -> Never {
         let path = folder + queueBinaryName
         var argv: [UnsafeMutablePointer<CChar>?] = ([path] + CommandLine.arguments.dropFirst()).map { strdup($0) }
         argv.append(nil)
@@ -41,13 +41,10 @@ enum QueueHandover {
         exit(1)
     }
 
-    /// The executable workers and probes start: `xcallback` beside this one
-    /// when this is `xcallback-queue` and it is there, else this one.
-    static var leanExecutable: String {
-        #if XCALLBACK_QUEUE
+    /// `xcallback` beside this executable, if it is there: `xcallback-queue`
+    /// starts its workers and probes from it (its `CLIEdition`).
+    package static var leanExecutable: String? {
         let lean = folder + leanBinaryName
-        if access(lean, X_OK) == 0 { return lean }
-        #endif
-        return Environment.executable
+        return access(lean, X_OK) == 0 ? lean : nil
     }
 }

@@ -7,12 +7,12 @@ import Glibc
 #endif
 
 /// stderr diagnostics: stdout carries outcome records and nothing else.
-enum Diagnostics {
+package enum Diagnostics {
     /// Every line the command writes to stderr goes through it, so log
     /// lines, the summary and the progress line never garble each other.
-    static let console = DiagnosticConsole(descriptor: 2)
+    package static let console = DiagnosticConsole(descriptor: 2)
 
-    static func bootstrap(level: Logger.Level, format: LogFormat = .text) {
+    package static func bootstrap(level: Logger.Level, format: LogFormat = .text) {
         LoggingSystem.bootstrap { label in
             format.handler(label: label, level: level, console: console)
         }
@@ -24,10 +24,10 @@ enum Diagnostics {
         LoggingSystem.bootstrap { _ in WorkerLogHandler(level: level, console: console) }
     }
 
-    static let logger = Logger(label: "xcallback")
+    package static let logger = Logger(label: "xcallback")
 
     /// Writes the outcome summary line (at exit, or for SIGUSR1).
-    static func writeSummary(_ counts: OutcomeCounts, format: LogFormat, final: Bool) {
+    package static func writeSummary(_ counts: OutcomeCounts, format: LogFormat, final: Bool) {
         console.write(format.summaryLine(counts, final: final))
     }
 }

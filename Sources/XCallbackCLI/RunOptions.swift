@@ -18,7 +18,7 @@ struct RunInputOptions: ParsableArguments {
 }
 
 /// Consuming the durable queue instead of an input stream.
-struct RunQueueOptions: ParsableArguments {
+package struct RunQueueOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Consume this durable queue (a postgresql:// URL; see `xcallback queue`) instead of reading stdin; records are written once recorded.", valueName: "url"))
     var queue: String?
 
@@ -31,9 +31,11 @@ struct RunQueueOptions: ParsableArguments {
     @Option(help: ArgumentHelp("With --queue: seconds outcomes are kept before hosts prune them.", valueName: "seconds"))
     var retention: Double = defaultRetention
 
-    static let defaultRetention: Double = 7 * 86_400
+    package static let defaultRetention: Double = 7 * 86_400
 
-    func validate() throws {
+    package init() {}
+
+    package func validate() throws {
         if !(lease >= 1) { throw ValidationError("--lease must be at least 1 second") }
         if batchSize < 1 { throw ValidationError("--batch-size must be at least 1") }
         if !(retention > 0) { throw ValidationError("--retention must be a positive number of seconds") }
@@ -102,7 +104,8 @@ struct RunDiagnosticOptions: ParsableArguments {
 }
 
 extension RunCommand {
-    static let discussion = """
+    static var discussion: String {
+        """
         Reads request URLs, one per line: from each FILE in turn ('-' is stdin), or from stdin \
         when no FILE is given, to the end of input; or from --fifo and/or --socket until \
         SIGINT/SIGTERM; or from a --queue. Writes one outcome record per request to stdout \
@@ -139,13 +142,14 @@ extension RunCommand {
                            one line naming it, then death by the signal;
                            SWIFT_BACKTRACE=enable=yes adds a backtrace
         """
+    }
 
     var files: [String] { input.files }
     var fifo: String? { input.fifo }
     var queue: String? { queueOptions.queue }
-    var lease: Double { queueOptions.lease }
-    var batchSize: Int { queueOptions.batchSize }
-    var retention: Double { queueOptions.retention }
+    package var lease: Double { queueOptions.lease }
+    package var batchSize: Int { queueOptions.batchSize }
+    package var retention: Double { queueOptions.retention }
     var socket: String? { input.socket }
     var isolation: IsolationArgument { workers.isolation }
     var restartLimit: Int { workers.restartLimit }
@@ -155,12 +159,12 @@ extension RunCommand {
     var idleTimeout: Double { limits.idleTimeout }
     var gracePeriod: Double { limits.gracePeriod }
     var maxLineBytes: Int { limits.maxLineBytes }
-    var output: OutputFormatArgument { records.output }
+    package var output: OutputFormatArgument { records.output }
     var keepOrder: Bool { records.keepOrder }
     var open: String? { records.open }
     var openSchemes: [String] { records.openSchemes }
     var logLevel: String { diagnostics.logLevel }
     var logFormat: LogFormatArgument { diagnostics.logFormat }
-    var noSummary: Bool { diagnostics.noSummary }
+    package var noSummary: Bool { diagnostics.noSummary }
     var noProgress: Bool { diagnostics.noProgress }
 }

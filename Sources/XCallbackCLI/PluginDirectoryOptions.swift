@@ -26,7 +26,7 @@ struct PluginDirectoryOptions: ParsableArguments {
     }
 }
 
-enum Environment {
+package enum Environment {
     static var current: [String: String] {
         var result: [String: String] = [:]
         var pointer = environ
@@ -41,7 +41,7 @@ enum Environment {
     }
 
     /// The running executable, for starting probe children.
-    static var executable: String {
+    package static var executable: String {
         var buffer = [CChar](repeating: 0, count: 4096)
         let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
         return count > 0 ? String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self) : CommandLine.arguments[0]

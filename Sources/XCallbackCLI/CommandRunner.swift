@@ -7,15 +7,16 @@ import Glibc
 /// Parses and runs a command with one error style: every error is
 /// `xcallback: MESSAGE` on stderr, ArgumentParser's usage errors included
 /// (exit 64), as `Failure.exit` writes the commands' own (exit 1). Help and
-/// `--version` print as ArgumentParser prints them.
-enum CommandRunner {
-    static func run(_ arguments: [String]) -> Never {
+/// `--version` print as ArgumentParser prints them. `Root` is the binary's
+/// root command.
+package enum CommandRunner<Root: ParsableCommand> {
+    package static func run(_ arguments: [String]) -> Never {
         if let unknown = unknownSubcommand(in: arguments) {
             usageError(unknown, hint: nil)
         }
         var command: ParsableCommand
         do {
-            command = try XCallback.parseAsRoot(arguments)
+            command = try Root.parseAsRoot(arguments)
         } catch {
             fail(error)
         }
@@ -34,7 +35,7 @@ enum CommandRunner {
     /// this names the command meant, when one is close.
     static func unknownSubcommand(in arguments: [String]) -> String? {
         guard let first = arguments.first, !first.hasPrefix("-") else { return nil }
-        let names = XCallback.configuration.subcommands.map { $0._commandName }
+        let names = Root.configuration.subcommands.map { $0._commandName }
         guard !names.contains(first), first != "help" else { return nil }
         let closest = names.map { (name: $0, distance: editDistance(first, $0)) }.min { $0.distance < $1.distance }
         if let closest, closest.distance <= min(2, max(1, first.count / 3)) {
@@ -45,13 +46,13 @@ enum CommandRunner {
 
     /// Ends with ArgumentParser's verdict on `error`, in our style.
     static func fail(_ error: Error) -> Never {
-        let code = XCallback.exitCode(for: error)
+        let code = Root.exitCode(for: error)
         // Help, --version, and ExitCode thrown by a command (whose message,
         // if any, is already written): ArgumentParser's own handling.
         if code == .success || error is ExitCode {
-            XCallback.exit(withError: error)
+            Root.exit(withError: error)
         }
-        let message = oneLine(XCallback.message(for: error))
+        let message = oneLine(Root.message(for: error))
         if code == .validationFailure {
             usageError(message, hint: helpHint(for: error))
         }
@@ -66,7 +67,7 @@ enum CommandRunner {
 
     /// "xcallback run --help", from ArgumentParser's "See '…' for more information."
     private static func helpHint(for error: Error) -> String? {
-        let full = XCallback.fullMessage(for: error, columns: 10_000)
+        let full = Root.fullMessage(for: error, columns: 10_000)
         guard let start = full.range(of: "See '"),
               let end = full[start.upperBound...].firstIndex(of: "'") else { return nil }
         return String(full[start.upperBound..<end])

@@ -5,8 +5,8 @@ import Glibc
 #endif
 
 /// Ends a command with one line on stderr and a non-zero exit status.
-enum Failure {
-    static func exit(_ message: String, status: Int32 = 1) -> ExitCode {
+package enum Failure {
+    package static func exit(_ message: String, status: Int32 = 1) -> ExitCode {
         let line = Array("xcallback: \(message)\n".utf8)
         _ = write(2, line, line.count)
         return ExitCode(status)

@@ -1,1 +1,0 @@
-../xcallback/Failure.swift
