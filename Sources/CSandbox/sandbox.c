@@ -228,6 +228,12 @@ static const struct soft_denial *soft_denial_for(int number) {
     return NULL;
 }
 
+/* An argument the kernel reads as 32 bits (a pid, a command) equal to
+ * `value`. SCMP_A*_32(SCMP_CMP_EQ) compares the whole 64-bit register, so
+ * a caller who sets the high bits would slip past it while the kernel,
+ * which drops them, does what the rule meant to stop. */
+#define LOW32_EQ(arg, value) SCMP_CMP64((arg), SCMP_CMP_MASKED_EQ, 0xFFFFFFFFu, (uint32_t)(value))
+
 static int rule(scmp_filter_ctx filter, uint32_t action, const char *name, unsigned count,
                 struct scmp_arg_cmp first) {
     int number = seccomp_syscall_resolve_name(name);
@@ -344,13 +350,13 @@ int xcallback_seccomp_load(const xcallback_seccomp_grant *grant, int supervisor)
     } else {
         for (size_t i = 0; i < guarded_count; i++) {
             /* The process, and the group it leads (the zygote leads one). */
-            result |= rule(filter, fatal, "kill", 1, SCMP_A0_32(SCMP_CMP_EQ, guarded[i]));
-            result |= rule(filter, fatal, "kill", 1, SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)-(int32_t)guarded[i]));
+            result |= rule(filter, fatal, "kill", 1, LOW32_EQ(0, guarded[i]));
+            result |= rule(filter, fatal, "kill", 1, LOW32_EQ(0, (uint32_t)-(int32_t)guarded[i]));
             for (size_t j = 0; j < sizeof by_process / sizeof by_process[0]; j++) {
-                result |= rule(filter, fatal, by_process[j], 1, SCMP_A0_32(SCMP_CMP_EQ, guarded[i]));
+                result |= rule(filter, fatal, by_process[j], 1, LOW32_EQ(0, guarded[i]));
             }
         }
-        result |= rule(filter, fatal, "kill", 1, SCMP_A0_32(SCMP_CMP_EQ, (uint32_t)-1));
+        result |= rule(filter, fatal, "kill", 1, LOW32_EQ(0, (uint32_t)-1));
     }
     result |= rule(filter, fatal, "tkill", 1, SCMP_A0_32(SCMP_CMP_NE, own));
     result |= rule(filter, fatal, "pidfd_open", 1, SCMP_A0_32(SCMP_CMP_NE, own));
@@ -361,8 +367,8 @@ int xcallback_seccomp_load(const xcallback_seccomp_grant *grant, int supervisor)
      * (or the F_SETSIG signal) whenever the host reads the worker's pipe.
      * Only the worker itself may be the owner. */
     result |= seccomp_rule_add(filter, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(fcntl), 2,
-                               SCMP_A1_32(SCMP_CMP_EQ, F_SETOWN), SCMP_A2_32(SCMP_CMP_NE, own));
-    result |= rule(filter, SCMP_ACT_ERRNO(EPERM), "fcntl", 1, SCMP_A1_32(SCMP_CMP_EQ, F_SETOWN_EX));
+                               LOW32_EQ(1, F_SETOWN), SCMP_A2_32(SCMP_CMP_NE, own));
+    result |= rule(filter, SCMP_ACT_ERRNO(EPERM), "fcntl", 1, LOW32_EQ(1, F_SETOWN_EX));
     result |= rule(filter, SCMP_ACT_ERRNO(EPERM), "ioctl", 1, SCMP_A1_64(SCMP_CMP_MASKED_EQ, 0xFFFFFFFFu, FIOSETOWN));
     result |= rule(filter, SCMP_ACT_ERRNO(EPERM), "ioctl", 1, SCMP_A1_64(SCMP_CMP_MASKED_EQ, 0xFFFFFFFFu, SIOCSPGRP));
 
@@ -382,12 +388,12 @@ int xcallback_seccomp_load(const xcallback_seccomp_grant *grant, int supervisor)
     const char *const scheduling[] = {"sched_setaffinity", "sched_setscheduler", "sched_setparam", "sched_setattr"};
     for (size_t i = 0; i < sizeof scheduling / sizeof scheduling[0]; i++) {
         for (size_t j = 0; j < guarded_count; j++) {
-            result |= rule(filter, fatal, scheduling[i], 1, SCMP_A0_32(SCMP_CMP_EQ, guarded[j]));
+            result |= rule(filter, fatal, scheduling[i], 1, LOW32_EQ(0, guarded[j]));
         }
         result |= rule(filter, SCMP_ACT_ERRNO(EPERM), scheduling[i], 1, SCMP_A0_32(SCMP_CMP_NE, 0));
     }
     for (size_t j = 0; j < guarded_count; j++) {
-        result |= rule(filter, fatal, "ioprio_set", 1, SCMP_A1_32(SCMP_CMP_EQ, guarded[j]));
+        result |= rule(filter, fatal, "ioprio_set", 1, LOW32_EQ(1, guarded[j]));
     }
     result |= rule(filter, SCMP_ACT_ERRNO(EPERM), "ioprio_set", 1, SCMP_A1_32(SCMP_CMP_NE, 0));
     /* 0 is "this one" only for a process: for a user it is root (every

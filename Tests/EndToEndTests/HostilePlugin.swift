@@ -18,6 +18,7 @@ enum HostilePlugin {
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -201,8 +202,13 @@ static void set_owner(const xcallback_request *request, xcallback_reply reply, v
     (void)unused;
     const char *pid = parameter(request, "host");
     int result = fcntl(2, F_SETOWN, pid ? atoi(pid) : getppid());
-    char text[96];
-    snprintf(text, sizeof text, "F_SETOWN: %s", result == 0 ? "done" : strerror(errno));
+    int failure = errno;
+    /* The same with the command's high bits set, which the kernel drops. */
+    long high = syscall(SYS_fcntl, 2, (1UL << 32) | F_SETOWN, (long)(pid ? atoi(pid) : getppid()));
+    int high_failure = errno;
+    char text[160];
+    snprintf(text, sizeof text, "F_SETOWN: %s; high bits: %s", result == 0 ? "done" : strerror(failure),
+             high == 0 ? "done" : strerror(high_failure));
     if (result == 0) {
         fcntl(2, F_SETFL, fcntl(2, F_GETFL) | O_ASYNC);
         fprintf(stderr, "hostile: ready\n");
@@ -318,4 +324,38 @@ XCALLBACK_EXPORT int xcallback_plugin_register(const xcallback_host_api *api, xc
 }
 """#
     }
+
+    /// A plug-in whose constructor, in a worker, answers the host's hello
+    /// with a `loadFailed` frame of its own: a message with a newline, a
+    /// forged host log line and terminal sequences.
+    static let failLiarSource = #"""
+#include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "xcallback.h"
+
+XCALLBACK_PLUGIN("failliar", "1.0.0", "Forges its worker's loadFailed frame")
+
+__attribute__((constructor)) static void forge_failure(void) {
+    struct stat info;
+    if (fstat(3, &info) != 0 || !S_ISSOCK(info.st_mode)) return; /* not in a worker */
+    static const char message[] = "nothing\n2026-11-26T16:00:00+0000 critical xcallback: [XCallbackHost] FORGED LOAD LINE\x1b]0;PWNED\x07";
+    unsigned char frame[512];
+    uint32_t length = 4 + (uint32_t)(sizeof message - 1);
+    uint32_t count = (uint32_t)(sizeof message - 1);
+    memcpy(frame, &length, 4);
+    frame[4] = 3; /* loadFailed */
+    memcpy(frame + 5, &count, 4);
+    memcpy(frame + 9, message, count);
+    (void)!write(3, frame, 9 + count);
+    _exit(0);
+}
+
+XCALLBACK_EXPORT int xcallback_plugin_register(const xcallback_host_api *api, xcallback_plugin *plugin) {
+    (void)api; (void)plugin;
+    return XCALLBACK_OK;
+}
+"""#
 }

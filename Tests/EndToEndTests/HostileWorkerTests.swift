@@ -214,7 +214,7 @@ struct HostileWorkerTests {
         #expect(host.write("hostile://x-callback-url/setown?host=\(host.pid)\n"))
         try #require(host.waitForStdoutLines(1, timeout: TestTiming.scaled(10)), "\(host.stderr)")
         let record = try Record(jsonLine: host.stdoutLines[0])
-        #expect(record.params["result"] == "F_SETOWN: Operation not permitted", "\(record)")
+        #expect(record.params["result"] == "F_SETOWN: Operation not permitted; high bits: Operation not permitted", "\(record)")
         // Whoever sends it, SIGIO does not end the host.
         host.send(signal: SIGIO)
         #expect(host.write(Self.calculation + "\n"))
@@ -252,5 +252,18 @@ struct HostileWorkerTests {
         host.closeInput()
         #expect(host.waitForExit(timeout: TestTiming.scaled(90)) == .exited(0), "\(host.stderr.suffix(1000))")
         #expect(host.stdoutLines.count == lines.count, "every request keeps its record")
+    }
+
+    @Test("a worker's own loadFailed message is logged on one line, escaped", .scaledTimeLimit(minutes: 1))
+    func forgedLoadFailure() throws {
+        let fixture = try HostFixture(["Calculator"], isolation: "process")
+        try TestPlugin.build("failliar", source: HostilePlugin.failLiarSource, into: fixture.plugins)
+        let result = try fixture.run([], lines: [Self.calculation])
+        #expect(result.status == .exited(0), "\(result.stderr)")
+        #expect(result.stdout.contains("success?result=3"))
+        #expect(!result.stderr.contains("\u{1B}"), "a terminal sequence reached the log: \(result.stderr)")
+        let forged = result.stderr.split(separator: "\n").filter { $0.contains("FORGED LOAD LINE") }
+        #expect(forged.allSatisfy { $0.contains("libfailliar.so: nothing\\") }, "a forged line: \(forged)")
+        #expect(!forged.isEmpty, "\(result.stderr)")
     }
 }

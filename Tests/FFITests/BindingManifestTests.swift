@@ -163,7 +163,7 @@ struct BindingManifestTests {
             return
         }
         #expect(message.contains(expected), "\(message)")
-        #expect(error.description == "\(path): binding manifest: \(message)")
+        #expect(error.description == "\(path): binding manifest: \(PrintableText.escaping(message))")
         #expect(!message.contains("\n"), "one line: \(message)")
     }
 

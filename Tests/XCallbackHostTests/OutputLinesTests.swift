@@ -53,5 +53,12 @@ struct OutputLinesTests {
         #expect(PrintableText.escaping("\u{9B}2K\u{9D}0;title\u{9C}") == "\\u{9b}2K\\u{9d}0;title\\u{9c}")
         #expect(PrintableText.escaping("x\u{85}y\u{2028}z\u{2029}") == "x\\u{85}y\\u{2028}z\\u{2029}")
         #expect(PrintableText.escaping("\u{202E}gnp.exe\u{2066}") == "\\u{202e}gnp.exe\\u{2066}")
+        #expect(PrintableText.escaping("a\u{200B}b\u{FEFF}\u{61C}") == "a\\u{200b}b\\u{feff}\\u{61c}")
+    }
+
+    @Test("a load error is one printable line, whatever dlerror said")
+    func loadErrorIsOneLine() {
+        let error = PluginLoadError(path: "/p/libx.so", reason: .cannotOpen("undefined symbol: zz\u{1B}]0;t\u{07}\n2026 critical forged\u{9B}"))
+        #expect(error.description == "/p/libx.so: cannot load: undefined symbol: zz\\x1b]0;t\\x07\\n2026 critical forged\\u{9b}")
     }
 }

@@ -5,8 +5,9 @@
 /// the printed form reads back unambiguously. So do the characters a
 /// terminal or a viewer acts on beyond ASCII: the C1 controls (U+0080 to
 /// U+009F: a single-byte CSI or OSC rewrites a terminal's line or title),
-/// the line and paragraph separators, and the bidirectional overrides and
-/// isolates (which reorder what follows them), as `\u{9b}`.
+/// the line and paragraph separators, and every format character (the
+/// bidirectional marks, overrides and isolates reorder what follows them;
+/// zero-width ones hide text), as `\u{9b}`.
 public enum PrintableText {
     public static func escaping(_ text: String) -> String {
         guard text.unicodeScalars.contains(where: needsEscape) else { return text }
@@ -30,8 +31,12 @@ public enum PrintableText {
 
     private static func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar.value {
-        case 0..<0x20, 0x5C, 0x7F...0x9F, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069: return true
-        default: return false
+        case 0..<0x20, 0x5C, 0x7F...0x9F, 0x2028, 0x2029: return true
+        case 0x20..<0x7F, 0xA0..<0x600: return false
+        default:
+            // Format characters (bidirectional marks, overrides and
+            // isolates, zero-width ones, U+FEFF, tags) reorder or hide text.
+            return scalar.properties.generalCategory == .format
         }
     }
 }

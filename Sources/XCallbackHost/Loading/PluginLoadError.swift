@@ -49,22 +49,29 @@ public struct PluginLoadError: Error, Sendable, Equatable, CustomStringConvertib
         }
     }
 
+    /// Printed on one line, whatever the reason holds: much of it comes
+    /// from the plug-in file (`dlerror` names its symbols and libraries) or
+    /// from a process that ran its code (a probe's report), so it is escaped
+    /// and cut at 4 KiB like everything else a plug-in writes.
     public var description: String {
-        let path = shownPath
+        "\(shownPath): \(PrintableText.escaping(String(reasonBody.prefix(4096))))"
+    }
+
+    private var reasonBody: String {
         switch reason {
-        case .cannotOpen(let message): return "\(path): cannot load: \(message)"
-        case .notAPlugin: return "\(path): not an xcallback plug-in (no xcallback_plugin_descriptor symbol)"
-        case .badDescriptor(let field, let problem): return "\(path): descriptor field '\(field)' \(problem)"
-        case .missingRegister: return "\(path): no xcallback_plugin_register symbol"
+        case .cannotOpen(let message): return "cannot load: \(message)"
+        case .notAPlugin: return "not an xcallback plug-in (no xcallback_plugin_descriptor symbol)"
+        case .badDescriptor(let field, let problem): return "descriptor field '\(field)' \(problem)"
+        case .missingRegister: return "no xcallback_plugin_register symbol"
         case .registrationFailed(let status):
-            return "\(path): xcallback_plugin_register failed with status \(status)\(Self.meaning(of: status).map { " (\($0))" } ?? "")"
-        case .insecure(let why): return "\(path): refused: \(why)"
-        case .notRegularFile: return "\(path): not a regular file"
-        case .duplicateName(let other): return "\(path): a plug-in with the same name is already loaded from \(other)"
-        case .crashed(let how): return "\(path): crashed while loading (\(how))"
-        case .badManifest(let message): return "\(path): binding manifest: \(message)"
-        case .badCapabilities(let message): return "\(path): capability file: \(message)"
-        case .other(let message): return "\(path): \(message)"
+            return "xcallback_plugin_register failed with status \(status)\(Self.meaning(of: status).map { " (\($0))" } ?? "")"
+        case .insecure(let why): return "refused: \(why)"
+        case .notRegularFile: return "not a regular file"
+        case .duplicateName(let other): return "a plug-in with the same name is already loaded from \(other)"
+        case .crashed(let how): return "crashed while loading (\(how))"
+        case .badManifest(let message): return "binding manifest: \(message)"
+        case .badCapabilities(let message): return "capability file: \(message)"
+        case .other(let message): return message
         }
     }
 }

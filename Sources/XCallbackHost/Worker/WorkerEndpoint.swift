@@ -35,7 +35,12 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
         var current: WorkerProcess?
         var restarting = false
         /// Requests that arrived while no worker was ready.
-        var waiting: [(handler: Int, request: RequestFields, call: HandlerCall)] = []
+        var waiting: [(handler: Int, request: RequestFields, call: HandlerCall)] = [] {
+            // Counted where one is added, and again whenever the line changes otherwise.
+            didSet { if waiting.count != oldValue.count + 1 { waitingBytes = waiting.reduce(0) { $0 + $1.request.url.utf8.count } } }
+        }
+        /// The request text `waiting` holds (`maxWaitingBytes`).
+        var waitingBytes = 0
         var crashTimes: [UInt64] = []
         /// Crashes since (and including) the last one a request explains
         /// (in flight, or answered before): what the restart delay grows with.
@@ -83,8 +88,15 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
             let step = state.withLock { state -> Step in
                 if let reason = state.disabledReason { return .refuse(reason) }
                 if let worker = state.current, worker !== refused { return .send(worker) }
+                // A worker that does not read its requests must not have the
+                // host hold them without bound (many connections each send
+                // up to a window of 64 KiB lines).
+                guard state.waiting.count < Self.maxWaiting, state.waitingBytes < Self.maxWaitingBytes else {
+                    return .refuse("plug-in '\(pluginName)' is not taking requests, and \(state.waiting.count) already wait for it")
+                }
                 // None ready, or the one there is going: the next one takes it.
                 state.waiting.append((index, request, call))
+                state.waitingBytes += request.url.utf8.count
                 return .queued
             }
             switch step {
@@ -92,6 +104,10 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
                 call.deliver(.outcome(HostError.unavailable(reason)))
                 return
             case .queued:
+                // Turned away by a writer that finished meanwhile: its
+                // `whenWriterResumes` may have sent the line before this
+                // joined it.
+                if let refused, !refused.isWriterBusy { sendWaiting(to: refused) }
                 return
             case .send(let worker):
                 if worker.send(handler: index, request: request, call: call) { return }
@@ -99,6 +115,11 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
             }
         }
     }
+
+    /// At most this many requests, and this much request text, wait for a
+    /// worker; past that, new ones are refused (`PluginUnavailable`).
+    static let maxWaiting = 16_384
+    static let maxWaitingBytes = 64 << 20
 
     /// The worker new requests go to now, if one is ready (the lane sends
     /// to it directly; `invoke` handles every other case).

@@ -247,7 +247,9 @@ final class WorkerProcess: Sendable {
             close(host)
             launch.parent.signalGroup(pid, SIGKILL)  // anything its constructors started
             _ = launch.parent.wait(for: pid)
-            throw StartError(message: message)
+            // The worker's word, which its plug-in's constructors could have
+            // written: one line, escaped, cut, as any output of a plug-in.
+            throw StartError(message: PrintableText.escaping(String(message.prefix(4096))))
         default:
             launch.parent.signalGroup(pid, SIGKILL)
             close(host)
@@ -435,6 +437,9 @@ final class WorkerProcess: Sendable {
         onHung?(self)
         retireIfDrained()
     }
+
+    /// Whether a write to the worker is under way on its flusher.
+    var isWriterBusy: Bool { writer.isStuck(longerThan: 0) }
 
     /// Runs `body` each time a write to the worker goes through that
     /// `send` turned a request away from: the requests waiting can go now.

@@ -26,6 +26,9 @@ final class WorkerRequestWriter: Flushable, Sendable {
         /// The flusher owns the socket: what is buffered is its to write.
         var flushing = false
         var flusherStarted = false
+        /// The flusher is writing, outside the lock: the descriptor must
+        /// not be closed (and its number reused) under it.
+        var flusherWriting = false
     }
 
     private let descriptor: Int32
@@ -122,6 +125,7 @@ final class WorkerRequestWriter: Flushable, Sendable {
         while true {
             let pending: [UInt8]? = state.wait(until: { $0.closed || ($0.flushing && !$0.buffer.isEmpty) }) { state in
                 guard !state.closed else { return nil }
+                state.flusherWriting = true
                 defer { state.buffer = [] }
                 return state.buffer
             }
@@ -132,12 +136,14 @@ final class WorkerRequestWriter: Flushable, Sendable {
             // Done once nothing was appended meanwhile: decided under the
             // lock, where appends happen.
             state.withLock { state in
+                state.flusherWriting = false
                 if failed {
                     state.closed = true
                     state.buffer = []
                 }
                 if state.buffer.isEmpty { state.flushing = false }
             }
+            state.broadcast()
             if failed {
                 onClosed()
                 return
@@ -146,9 +152,13 @@ final class WorkerRequestWriter: Flushable, Sendable {
         }
     }
 
-    /// Ends the flusher (the worker is gone).
+    /// Ends the flusher (the worker is gone), and returns once it is not
+    /// writing: then the descriptor can be closed.
     func close() {
         state.withLock { $0.closed = true }
         state.broadcast()
+        // A write still under way fails now, and nothing writes after it.
+        _ = shutdown(descriptor, Int32(SHUT_WR))
+        state.wait(until: { !$0.flusherWriting }) { _ in }
     }
 }
