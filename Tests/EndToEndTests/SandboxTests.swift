@@ -486,19 +486,22 @@ struct SandboxTests {
         try TestPlugin.build("Answer", source: """
             int answer(int x) { return x + 1; }
             """, into: plugins)
-        try Data("""
+        try Data(Self.answerManifest.utf8).write(to: URL(fileURLWithPath: plugins + "/answer.xcallback.toml"))
+        let child = try ChildProcess(["/bin/sh", "-c", "cd \(scratch.path) && exec \(Products.xcallback) run --plugins plugins"],
+                                     executable: "/usr/bin/env", stdin: .bytes(Array("answer://x-callback-url/answer?x=41\n".utf8)))
+        #expect(child.waitForExit(timeout: 20) == .exited(0), "\(child.stderr)")
+        #expect(child.stdoutLines == ["success?result=42"], "\(child.stdout) \(child.stderr)")
+    }
+
+    /// A manifest binding `int answer(int x)` from `./libAnswer.so`.
+    static let answerManifest = """
             name = "answer"
             version = "1.0.0"
             library = "./libAnswer.so"
             scheme = "answer"
             [[function]]
             declaration = "int answer(int x)"
-            """.utf8).write(to: URL(fileURLWithPath: plugins + "/answer.xcallback.toml"))
-        let child = try ChildProcess(["/bin/sh", "-c", "cd \(scratch.path) && exec \(Products.xcallback) run --plugins plugins"],
-                                     executable: "/usr/bin/env", stdin: .bytes(Array("answer://x-callback-url/answer?x=41\n".utf8)))
-        #expect(child.waitForExit(timeout: 20) == .exited(0), "\(child.stderr)")
-        #expect(child.stdoutLines == ["success?result=42"], "\(child.stdout) \(child.stderr)")
-    }
+            """
 
     /// In its user namespace a worker of an unprivileged host sees files of
     /// ids it does not map (root's, another user's) as the overflow uid,
@@ -513,14 +516,7 @@ struct SandboxTests {
         #expect(mkdir(plugins, 0o755) == 0 && chmod(plugins, 0o755) == 0)
         try TestPlugin.build("Answer", source: "int answer(int x) { return x + 1; }\n", into: plugins)
         let manifest = plugins + "/answer.xcallback.toml"
-        try Data("""
-            name = "answer"
-            version = "1.0.0"
-            library = "./libAnswer.so"
-            scheme = "answer"
-            [[function]]
-            declaration = "int answer(int x)"
-            """.utf8).write(to: URL(fileURLWithPath: manifest))
+        try Data(Self.answerManifest.utf8).write(to: URL(fileURLWithPath: manifest))
         #expect(chmod(manifest, 0o644) == 0)
         func run() throws -> RunResult {
             try xcallback(PeerTrustTests.asOther([Products.xcallback, "run", "--plugins", plugins]),

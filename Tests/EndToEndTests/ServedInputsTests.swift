@@ -67,8 +67,9 @@ struct ServedInputsTests {
             [ -e /proc/$$/fd/3 ] && fd3=open
             echo "opened $1 LISTEN_PID=${LISTEN_PID-unset} LISTEN_FDS=${LISTEN_FDS-unset} fd3=$fd3"
             """
-        try Data(script.utf8).write(to: URL(fileURLWithPath: reporter))
-        chmod(reporter, 0o755)
+        // Written under another name and renamed: a child a parallel test
+        // spawns must not inherit a descriptor open for writing (ETXTBSY).
+        try installScript(at: reporter, script)
         let fifo = host.scratch.file("in.fifo")
         let child = try startActivated(host.runPrefix + ["--fifo", fifo, "--open", reporter, "--socket", socketPath],
                                        socket: listener)
