@@ -122,14 +122,18 @@ final class WorkerRequestWriter: Flushable, Sendable {
     /// The flusher: whenever the socket was full, writes the buffer as the
     /// worker reads it, until the buffer is empty; ends with the socket.
     private func flushForever() {
+        // The buffers are swapped, not made anew: senders fill one while
+        // this writes the other, and neither grows again from nothing.
+        var pending: [UInt8] = []
         while true {
-            let pending: [UInt8]? = state.wait(until: { $0.closed || ($0.flushing && !$0.buffer.isEmpty) }) { state in
-                guard !state.closed else { return nil }
+            let taken = state.wait(until: { $0.closed || ($0.flushing && !$0.buffer.isEmpty) }) { state -> Bool in
+                guard !state.closed else { return false }
                 state.flusherWriting = true
-                defer { state.buffer = [] }
-                return state.buffer
+                pending.removeAll(keepingCapacity: pending.capacity <= 4 * BufferedWriter.threshold)
+                swap(&state.buffer, &pending)
+                return true
             }
-            guard let pending else { return }
+            guard taken else { return }
             writingSince.store(MonotonicClock.now, ordering: .relaxed)
             let failed = pending.withUnsafeBytes { BufferedWriter.writeAll(descriptor, $0, patience: nil) }
             writingSince.store(0, ordering: .sequentiallyConsistent)
