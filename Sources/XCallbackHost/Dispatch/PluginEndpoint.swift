@@ -25,9 +25,9 @@ extension PluginEndpoint {
 final class HandlerCall: Sendable {
     let deliver: @Sendable (HandlerResult) -> Void
     private let abandonment = Lock(Abandonment.open(nil))
-    /// Workers that died with this call in flight and said they had not
-    /// begun it.
-    private let crashesSurvived = Atomic<UInt8>(0)
+    /// A worker died with this call the oldest in flight, saying it had
+    /// begun none of them (`mayRunAfterCrash`).
+    private let survivedACrash = Atomic<Bool>(false)
 
     private enum Abandonment {
         /// Still running, with what to do if the host gives up on it.
@@ -57,7 +57,7 @@ final class HandlerCall: Sendable {
     /// worker that lied would have the request it was running run again and
     /// again; the second time, it is taken for begun (`PluginCrashed`).
     func mayRunAfterCrash() -> Bool {
-        crashesSurvived.add(1, ordering: .relaxed).oldValue == 0
+        !survivedACrash.exchange(true, ordering: .relaxed)
     }
 
     /// Called by the dispatcher after it answered `Timeout` for this attempt.

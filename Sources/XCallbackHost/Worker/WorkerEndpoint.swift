@@ -35,12 +35,7 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
         var current: WorkerProcess?
         var restarting = false
         /// Requests that arrived while no worker was ready.
-        var waiting: [(handler: Int, request: RequestFields, call: HandlerCall)] = [] {
-            // Counted where one is added, and again whenever the line changes otherwise.
-            didSet { if waiting.count != oldValue.count + 1 { waitingBytes = waiting.reduce(0) { $0 + $1.request.url.utf8.count } } }
-        }
-        /// The request text `waiting` holds (`maxWaitingBytes`).
-        var waitingBytes = 0
+        var waiting = WaitingLine()
         var crashTimes: [UInt64] = []
         /// Crashes since (and including) the last one a request explains
         /// (in flight, or answered before): what the restart delay grows with.
@@ -91,12 +86,11 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
                 // A worker that does not read its requests must not have the
                 // host hold them without bound (many connections each send
                 // up to a window of 64 KiB lines).
-                guard state.waiting.count < Self.maxWaiting, state.waitingBytes < Self.maxWaitingBytes else {
+                guard state.waiting.count < Self.maxWaiting, state.waiting.bytes < Self.maxWaitingBytes else {
                     return .refuse("plug-in '\(pluginName)' is not taking requests, and \(state.waiting.count) already wait for it")
                 }
                 // None ready, or the one there is going: the next one takes it.
                 state.waiting.append((index, request, call))
-                state.waitingBytes += request.url.utf8.count
                 return .queued
             }
             switch step {
@@ -223,7 +217,7 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
             guard state.current === worker else { return .nothing }
             state.current = nil
             // First in line for the next worker (or refused with the rest).
-            state.waiting.insert(contentsOf: unstarted.map { ($0.handler, $0.request, $0.call) }, at: 0)
+            state.waiting.prepend(unstarted.map { ($0.handler, $0.request, $0.call) })
             if state.stopped { return .giveUp }
             state.crashTimes.append(now)
             state.crashTimes.removeAll { now &- $0 > policy.window.nanoseconds }
@@ -329,8 +323,7 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
             let (waiting, stopped) = state.withLock { state in
                 state.restarting = false
                 state.current = worker
-                defer { state.waiting.removeAll() }
-                return (state.waiting, state.stopped)
+                return (state.waiting.takeAll(), state.stopped)
             }
             watch(worker)
             logger.info("restarted plug-in '\(pluginName)' in worker \(worker.pid)")
@@ -347,16 +340,14 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
     /// Sends what waited while `worker` was not reading its requests, now
     /// that it reads again; what it turns away again waits, first in line.
     private func sendWaiting(to worker: WorkerProcess) {
-        let waiting = state.withLock { state -> [(handler: Int, request: RequestFields, call: HandlerCall)] in
-            guard state.current === worker, !state.waiting.isEmpty else { return [] }
-            defer { state.waiting.removeAll() }
-            return state.waiting
+        let waiting = state.withLock { state -> [WaitingLine.Item] in
+            state.current === worker ? state.waiting.takeAll() : []
         }
         for (position, item) in waiting.enumerated() {
             guard worker.send(handler: item.handler, request: item.request, call: item.call) else {
                 let rest = waiting[position...]
                 let sendNow = state.withLock { state -> Bool in
-                    state.waiting.insert(contentsOf: rest, at: 0)
+                    state.waiting.prepend(rest)
                     // Replaced meanwhile: its successor may have started
                     // before these were back in line.
                     return state.current !== worker && state.current != nil
@@ -378,8 +369,7 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
 
     private func failWaiting() {
         let (waiting, reason) = state.withLock { state in
-            defer { state.waiting.removeAll() }
-            return (state.waiting, state.disabledReason ?? "plug-in '\(pluginName)' is stopping")
+            (state.waiting.takeAll(), state.disabledReason ?? "plug-in '\(pluginName)' is stopping")
         }
         for item in waiting { item.call.deliver(.outcome(HostError.unavailable(reason))) }
     }

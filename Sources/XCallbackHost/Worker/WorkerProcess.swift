@@ -43,8 +43,8 @@ final class WorkerProcess: Sendable {
     private let ended = ConditionLock(false)
     /// Set once the group watcher (if any) is done with the worker's pid.
     private let groupWatched: ConditionLock<Bool>
-    /// What to do once a write that waited for the worker past the
-    /// writer's patience went through (`whenWriterResumes`).
+    /// What to do once the writer's flusher, which turned a sender away,
+    /// has written everything (`whenWriterResumes`).
     private let writerResumed = Lock<(@Sendable () -> Void)?>(nil)
 
     /// What the worker reported once the plug-in loaded.
@@ -261,11 +261,8 @@ final class WorkerProcess: Sendable {
     /// What is wrong with what a worker said it loaded, if anything: a
     /// name as the loader checks it, and text of bounded size.
     private static func readyProblem(info: WorkerFrame.WireInfo, routes: [String]) -> String? {
-        guard PluginLoader.isValidName(info.name) else {
-            return "named the plug-in '\(PrintableText.escaping(String(info.name.prefix(64))))', which is not a plug-in name"
-        }
-        guard info.version.utf8.count <= 256, info.summary.utf8.count <= 1024 else {
-            return "gave a version or summary longer than 256 or 1,024 bytes"
+        if let problem = PluginLoader.reportedIdentityProblem(name: info.name, version: info.version, summary: info.summary) {
+            return problem
         }
         guard routes.count <= 65_536, routes.allSatisfy({ $0.utf8.count <= 4096 }) else {
             return "gave more than 65,536 routes, or one longer than 4 KiB"
