@@ -184,6 +184,19 @@ public struct PluginLoader: Sendable {
             abiMinor: minor)
     }
 
+    /// What is wrong with an identity a process that ran a plug-in's code
+    /// reported (a worker's handshake, a probe's report), if anything: the
+    /// name must be one the loader accepts, and the rest of bounded size.
+    static func reportedIdentityProblem(name: String, version: String, summary: String) -> String? {
+        guard isValidName(name) else {
+            return "named the plug-in '\(PrintableText.escaping(String(name.prefix(64))))', which is not a plug-in name"
+        }
+        guard version.utf8.count <= 256, summary.utf8.count <= 1024 else {
+            return "gave a version or summary longer than 256 or 1,024 bytes"
+        }
+        return nil
+    }
+
     static func isValidName(_ name: String) -> Bool {
         let utf8 = name.utf8
         return (1...64).contains(utf8.count) && utf8.allSatisfy { byte in

@@ -168,8 +168,8 @@ public enum PluginProbe {
             case "plugin" where fields.count == 5:
                 // The report comes from a process that ran the plug-in's
                 // code: a name must be a name, as the host checks a worker's.
-                guard PluginLoader.isValidName(fields[1]), fields[2].utf8.count <= 256, fields[4].utf8.count <= 1024 else {
-                    return failed(path, .other("the probe reported a plug-in name, version or summary that is not one"))
+                if let problem = PluginLoader.reportedIdentityProblem(name: fields[1], version: fields[2], summary: fields[4]) {
+                    return failed(path, .other("its probe \(problem)"))
                 }
                 let abi = fields[3].split(separator: ".").compactMap { Int($0) }
                 status.info = PluginInfo(path: path, name: fields[1], version: fields[2], summary: fields[4],
