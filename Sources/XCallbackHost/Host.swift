@@ -58,7 +58,12 @@ public final class Host: Sendable {
         self.discovery = PluginDiscovery(
             directories: configuration.pluginDirectories,
             security: FileSecurity(allowInsecure: configuration.allowInsecurePlugins))
-        self.sandboxing = WorkerSandboxing(mode: configuration.sandbox, policy: configuration.sandboxPolicy)
+        // Trying namespaces forks a child that makes a network namespace
+        // (about half a millisecond of the kernel's): only for a host whose
+        // workers get them.
+        let sandboxesWorkers = configuration.isolation == .process && configuration.sandbox != .off
+        self.sandboxing = WorkerSandboxing(mode: configuration.sandbox, policy: configuration.sandboxPolicy,
+                                           kernel: .probe(namespaces: sandboxesWorkers))
         registry.addBuiltIn(responses, routes: ResponseWaiters.routes)
     }
 
