@@ -8,6 +8,8 @@ import PackageDescription
 //   XCallbackPluginKit  the Swift kit plug-ins link statically
 //   XCallbackSandbox  capabilities a plug-in declares and an operator grants, and
 //                     the kernel sandbox a worker enters before it loads one
+//   XCallbackSystem   threads, locks, what a child process is given, its output
+//                     relayed to the log, and the diagnostics stream
 //   XCallbackHost     discovery, loading, dispatch, workers, inputs and outputs
 //   XCallbackQueue    the durable queue on PostgreSQL many hosts share: it claims
 //                     requests, feeds them to a Host, and records their outcomes
@@ -64,6 +66,15 @@ let package = Package(
             pkgConfig: "libffi",
             providers: [.apt(["libffi-dev"])]
         ),
+        // Threads, locks, what a child process is given, and the diagnostics
+        // stream: the POSIX ground every other host module stands on.
+        .target(
+            name: "XCallbackSystem",
+            dependencies: [
+                "CHostSupport", "XCallbackURL", "XCallbackSandbox",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .target(
             name: "XCallbackPluginKit",
             dependencies: ["CXCallback", "XCallbackURL"]
@@ -72,6 +83,7 @@ let package = Package(
             name: "XCallbackHost",
             dependencies: [
                 "CXCallback", "CHostSupport", "CFFI", "XCallbackURL", "XCallbackRouting", "XCallbackSandbox",
+                "XCallbackSystem",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 // Binding manifests (`.xcallback.toml`).
@@ -81,7 +93,7 @@ let package = Package(
         .target(
             name: "XCallbackQueue",
             dependencies: [
-                "XCallbackHost", "XCallbackURL",
+                "XCallbackHost", "XCallbackSystem", "XCallbackURL",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
@@ -92,7 +104,7 @@ let package = Package(
         .target(
             name: "XCallbackCLI",
             dependencies: [
-                "XCallbackHost", "XCallbackSandbox", "CSDKHeader", "CHostSupport",
+                "XCallbackHost", "XCallbackSystem", "XCallbackSandbox", "CSDKHeader", "CHostSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -100,14 +112,14 @@ let package = Package(
         .executableTarget(
             name: "xcallback",
             dependencies: [
-                "XCallbackCLI", "XCallbackHost",
+                "XCallbackCLI", "XCallbackHost", "XCallbackSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .executableTarget(
             name: "xcallback-queue",
             dependencies: [
-                "XCallbackCLI", "XCallbackHost", "XCallbackQueue", "XCallbackURL",
+                "XCallbackCLI", "XCallbackHost", "XCallbackQueue", "XCallbackSystem", "XCallbackURL",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -123,7 +135,7 @@ let package = Package(
         .testTarget(name: "XCallbackRoutingTests", dependencies: ["XCallbackRouting"]),
         .testTarget(
             name: "XCallbackHostTests",
-            dependencies: ["XCallbackHost", "XCallbackURL", "CXCallback", "XCallbackPluginKit"]
+            dependencies: ["XCallbackHost", "XCallbackSystem", "XCallbackURL", "CXCallback", "XCallbackPluginKit"]
         ),
         .testTarget(name: "XCallbackSandboxTests", dependencies: ["XCallbackSandbox"]),
         // Runs against a real PostgreSQL the tests start from Debian's packages
@@ -133,7 +145,7 @@ let package = Package(
         .testTarget(
             name: "FFITests",
             dependencies: [
-                "XCallbackHost", "XCallbackURL", "XCallbackRouting",
+                "XCallbackHost", "XCallbackSystem", "XCallbackURL", "XCallbackRouting",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

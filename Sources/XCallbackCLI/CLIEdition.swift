@@ -1,5 +1,6 @@
 import ArgumentParser
 import XCallbackHost
+import XCallbackSystem
 
 /// What the two binaries built on this command line do differently.
 /// `xcallback` carries no database client, so it cannot consume the queue;

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Logging
 import XCallbackHost
+import XCallbackSystem
 
 #if canImport(Glibc)
 import Glibc

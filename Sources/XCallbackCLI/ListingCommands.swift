@@ -1,6 +1,7 @@
 import ArgumentParser
 import XCallbackHost
 import XCallbackSandbox
+import XCallbackSystem
 import XCallbackURL
 
 /// Text from a file name or a plug-in, on one line.

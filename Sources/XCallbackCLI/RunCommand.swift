@@ -2,6 +2,7 @@ import ArgumentParser
 import Logging
 import XCallbackHost
 import XCallbackSandbox
+import XCallbackSystem
 import XCallbackURL
 
 #if canImport(Glibc)

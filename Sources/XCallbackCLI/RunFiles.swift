@@ -1,6 +1,7 @@
 import ArgumentParser
 import Synchronization
 import XCallbackHost
+import XCallbackSystem
 
 #if canImport(Glibc)
 import Glibc

@@ -3,6 +3,7 @@ import Logging
 import PostgresNIO
 import Synchronization
 import XCallbackHost
+import XCallbackSystem
 import XCallbackURL
 
 /// How a host consumes the queue (`xcallback run --queue`).

@@ -4,6 +4,7 @@ import Logging
 import XCallbackCLI
 import XCallbackHost
 import XCallbackQueue
+import XCallbackSystem
 import XCallbackURL
 
 /// `xcallback queue …`: the durable queue on PostgreSQL (docs/queue.md).

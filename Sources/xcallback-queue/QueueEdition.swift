@@ -2,6 +2,7 @@ import ArgumentParser
 import XCallbackCLI
 import XCallbackHost
 import XCallbackQueue
+import XCallbackSystem
 
 /// `xcallback-queue`'s edition: the queue's commands (QueueCommands.swift),
 /// `run --queue`, and workers started from the lean `xcallback`.

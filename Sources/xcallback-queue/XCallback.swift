@@ -1,6 +1,7 @@
 import ArgumentParser
 import XCallbackCLI
 import XCallbackHost
+import XCallbackSystem
 
 /// The `xcallback-queue` command: the command line of `xcallback`
 /// (XCallbackCLI) with the durable queue's commands (QueueCommands.swift),

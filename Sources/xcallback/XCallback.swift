@@ -1,6 +1,7 @@
 import ArgumentParser
 import XCallbackCLI
 import XCallbackHost
+import XCallbackSystem
 
 /// The `xcallback` command: a plug-in host for x-callback-url actions
 /// (XCallbackCLI). It carries no database client: it hands the queue's

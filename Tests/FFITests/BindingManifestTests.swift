@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import XCallbackSystem
 import XCallbackURL
 
 @testable import XCallbackHost

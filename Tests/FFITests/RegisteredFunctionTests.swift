@@ -1,6 +1,7 @@
 import CXCallback
 import Foundation
 import Testing
+import XCallbackSystem
 import XCallbackURL
 
 @testable import XCallbackHost

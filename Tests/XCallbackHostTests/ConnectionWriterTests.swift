@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import XCallbackHost
+import XCallbackSystem
 
 #if canImport(Glibc)
 import Glibc

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Testing
+import XCallbackSystem
 import XCallbackURL
 
 @testable import XCallbackHost

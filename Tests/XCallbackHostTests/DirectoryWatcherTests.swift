@@ -3,6 +3,7 @@ import Logging
 import Testing
 
 @testable import XCallbackHost
+import XCallbackSystem
 
 #if canImport(Glibc)
 import Glibc

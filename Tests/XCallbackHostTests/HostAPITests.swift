@@ -2,6 +2,7 @@ import CXCallback
 import Dispatch
 import Foundation
 import Testing
+import XCallbackSystem
 import XCallbackURL
 
 @testable import XCallbackHost

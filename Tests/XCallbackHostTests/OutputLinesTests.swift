@@ -1,6 +1,7 @@
 import Testing
 
 @testable import XCallbackHost
+import XCallbackSystem
 
 /// What the host does with the bytes a plug-in prints before they reach its
 /// log: cut into lines (`OutputLines`), limited (`OutputRateLimit`), and made

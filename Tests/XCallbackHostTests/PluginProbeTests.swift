@@ -4,6 +4,7 @@ import Foundation
 import Testing
 
 @testable import XCallbackHost
+import XCallbackSystem
 
 #if canImport(Glibc)
 import Glibc

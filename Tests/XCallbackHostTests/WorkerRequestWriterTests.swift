@@ -1,6 +1,7 @@
 import Testing
 
 @testable import XCallbackHost
+import XCallbackSystem
 
 #if canImport(Glibc)
 import Glibc

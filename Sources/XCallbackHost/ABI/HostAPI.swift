@@ -1,6 +1,7 @@
 import CXCallback
 import Logging
 import XCallbackRouting
+import XCallbackSystem
 import XCallbackURL
 
 /// The `xcallback_host_api` table every plug-in receives.

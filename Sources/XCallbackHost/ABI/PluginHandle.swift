@@ -1,6 +1,7 @@
 import CXCallback
 import Logging
 import XCallbackRouting
+import XCallbackSystem
 
 /// A plug-in's handler function and its user data, as registered.
 struct NativeHandler: @unchecked Sendable {

@@ -4,6 +4,7 @@ import Glibc
 import Musl
 #endif
 import CXCallback
+import XCallbackSystem
 
 /// Maps the `xcallback_reply` tokens handed to plug-ins to the requests
 /// waiting for them, and enforces exactly-once completion.

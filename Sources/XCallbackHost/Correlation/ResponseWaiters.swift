@@ -1,6 +1,7 @@
 import DequeModule
 import Logging
 import XCallbackRouting
+import XCallbackSystem
 import XCallbackURL
 
 /// The host's built-in `await` and `response` actions (see ``Correlation``),

@@ -1,4 +1,5 @@
 import DequeModule
+import XCallbackSystem
 
 /// Answers `Timeout` for requests still pending at their deadline.
 ///

@@ -1,4 +1,5 @@
 import CXCallback
+import XCallbackSystem
 import XCallbackURL
 
 // The fast lane: a line whose route is all literals and leads to a native

@@ -1,6 +1,7 @@
 import Logging
 import Synchronization
 import XCallbackRouting
+import XCallbackSystem
 import XCallbackURL
 
 /// Turns request lines into outcomes: parse, route, hand to the plug-in's

@@ -1,5 +1,6 @@
 import Synchronization
 import XCallbackRouting
+import XCallbackSystem
 import XCallbackURL
 
 /// One request on its way through the host, from dispatch to its one

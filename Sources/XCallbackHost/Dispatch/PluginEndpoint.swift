@@ -1,4 +1,5 @@
 import Synchronization
+import XCallbackSystem
 
 /// Something that runs a plug-in's handlers: the plug-in loaded into this
 /// process, or a worker process that loaded it.

@@ -1,5 +1,6 @@
 import CXCallback
 import XCallbackRouting
+import XCallbackSystem
 
 /// The route table as the fast lane reads it: literal routes by their
 /// bytes, and for each route the native handler to call when the plug-in

@@ -1,3 +1,4 @@
+import XCallbackURL
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)

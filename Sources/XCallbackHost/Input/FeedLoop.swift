@@ -1,4 +1,5 @@
 import Synchronization
+import XCallbackSystem
 
 /// Serves a `RequestFeed`: each request is dispatched as a line read from
 /// a stream would be, on the same handoff threads, and its one record goes

@@ -1,4 +1,5 @@
 import Synchronization
+import XCallbackSystem
 
 /// Reads one input stream (stdin, the FIFO, or one socket connection) and
 /// dispatches its lines; see `HandoffLoop` for the threading.

@@ -1,3 +1,4 @@
+import XCallbackSystem
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)

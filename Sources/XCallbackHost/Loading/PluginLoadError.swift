@@ -1,3 +1,5 @@
+import XCallbackSystem
+
 /// Why a plug-in file was refused. Every message names the file.
 public struct PluginLoadError: Error, Sendable, Equatable, CustomStringConvertible {
     public enum Reason: Sendable, Equatable {

@@ -1,6 +1,7 @@
 import CXCallback
 import Logging
 import XCallbackRouting
+import XCallbackSystem
 
 #if canImport(Glibc)
 import Glibc

@@ -2,6 +2,7 @@ import CHostSupport
 import Logging
 import XCallbackSandbox
 import XCallbackRouting
+import XCallbackSystem
 import XCallbackURL
 
 #if canImport(Glibc)

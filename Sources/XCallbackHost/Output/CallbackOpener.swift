@@ -1,4 +1,5 @@
 import Logging
+import XCallbackSystem
 
 #if canImport(Glibc)
 import Glibc

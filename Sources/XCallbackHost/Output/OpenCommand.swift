@@ -1,4 +1,5 @@
 import CHostSupport
+import XCallbackSystem
 
 #if canImport(Glibc)
 import Glibc

@@ -1,3 +1,5 @@
+import XCallbackSystem
+
 /// Where an `OutputSink` puts the bytes of its records.
 protocol OutputWriter: Flushable {
     /// Adds the bytes of one record; `fill` runs under the writer's lock,

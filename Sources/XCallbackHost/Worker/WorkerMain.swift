@@ -2,6 +2,8 @@ import CHostSupport
 import Logging
 import XCallbackSandbox
 import Synchronization
+import XCallbackSystem
+import XCallbackURL
 
 #if canImport(Glibc)
 import Glibc

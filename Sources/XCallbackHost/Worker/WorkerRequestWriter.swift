@@ -1,4 +1,5 @@
 import Synchronization
+import XCallbackSystem
 
 #if canImport(Glibc)
 import Glibc

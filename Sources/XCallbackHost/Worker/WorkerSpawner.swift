@@ -1,3 +1,5 @@
+import XCallbackSystem
+
 /// The one thread that starts worker processes.
 ///
 /// A worker asks the kernel for SIGKILL when its parent dies

@@ -1,5 +1,6 @@
 import CHostSupport
 import XCallbackSandbox
+import XCallbackSystem
 
 #if canImport(Glibc)
 import Glibc

@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import Testing
 import XCallbackRouting
+import XCallbackSystem
 import XCallbackURL
 
 @testable import XCallbackHost

@@ -1,10 +1,10 @@
 /// One JSON diagnostics line: `time`, `level`, `label` and `message` first,
 /// then whatever fields the caller appends. Log lines and the summary line
 /// share it, so one reader parses both.
-struct JSONLogLine {
+package struct JSONLogLine {
     private var bytes: [UInt8] = []
 
-    init(level: String, label: String, message: String, time: String = UTCTimestamp.now()) {
+    package init(level: String, label: String, message: String, time: String = UTCTimestamp.now()) {
         bytes.reserveCapacity(256)
         bytes.append(contentsOf: #"{"time":"#.utf8)
         JSON.appendString(time, to: &bytes)
@@ -17,7 +17,7 @@ struct JSONLogLine {
     }
 
     /// Appends `"name":` and the value `body` writes.
-    mutating func append(_ name: String, _ body: (inout [UInt8]) -> Void) {
+    package mutating func append(_ name: String, _ body: (inout [UInt8]) -> Void) {
         bytes.append(UInt8(ascii: ","))
         JSON.appendString(name, to: &bytes)
         bytes.append(UInt8(ascii: ":"))
@@ -25,7 +25,7 @@ struct JSONLogLine {
     }
 
     /// The object, closed, with its newline.
-    func finished() -> String {
+    package func finished() -> String {
         String(decoding: bytes + Array("}\n".utf8), as: UTF8.self)
     }
 }

@@ -11,8 +11,8 @@ import Musl
 /// permissions changed. Linux inotify, with a periodic rescan when inotify
 /// is unavailable or a directory cannot be watched. Events are coalesced:
 /// one call per burst, so a `cp` and `mv` pair costs one rescan.
-final class DirectoryWatcher: Sendable {
-    let directories: [String]
+package final class DirectoryWatcher: Sendable {
+    package let directories: [String]
     private let stop: StopSignal
     private let logger: Logger
     /// The inotify descriptor, or -1 when inotify is unavailable.
@@ -20,16 +20,16 @@ final class DirectoryWatcher: Sendable {
     /// False when some directory could not be watched: rescan periodically.
     private let watchesAll: Bool
     /// How long a burst of events may run before the rescan.
-    static let settle: Int32 = 100
+    package static let settle: Int32 = 100
     /// Rescan period when inotify cannot watch every directory.
-    static let fallbackPeriod: Int32 = 1000
+    package static let fallbackPeriod: Int32 = 1000
 
     /// Watches the directories from now on: a change made after `init`
     /// returns is reported once `start` runs, however late the thread gets
     /// going. (The watches are not left to the thread, or a file dropped in
     /// between the host's start-up scan and the thread's first step would
     /// go unseen until the next change.)
-    init(directories: [String], stop: StopSignal, logger: Logger) {
+    package init(directories: [String], stop: StopSignal, logger: Logger) {
         self.directories = directories
         self.stop = stop
         self.logger = logger
@@ -57,7 +57,7 @@ final class DirectoryWatcher: Sendable {
     }
 
     /// Reports changes on a thread of its own, until the stop signal.
-    func start(onChange: @escaping @Sendable () -> Void) {
+    package func start(onChange: @escaping @Sendable () -> Void) {
         Threads.detach { [self] in run(onChange) }
     }
 

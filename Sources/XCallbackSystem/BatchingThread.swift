@@ -5,7 +5,7 @@ import Musl
 #endif
 
 /// Something holding bytes back for one write.
-protocol Flushable: AnyObject, Sendable {
+package protocol Flushable: AnyObject, Sendable {
     func flush()
 }
 
@@ -15,7 +15,7 @@ protocol Flushable: AnyObject, Sendable {
 /// more: a burst of requests costs one write, not one each, and nothing is
 /// held back waiting for input. Bytes produced on any other thread are
 /// written at once.
-enum BatchingThread {
+package enum BatchingThread {
     /// Per-thread list of writers with bytes pending.
     private final class Pending {
         var writers: [Flushable] = []
@@ -29,18 +29,18 @@ enum BatchingThread {
         return key
     }()
 
-    static var isCurrent: Bool {
+    package static var isCurrent: Bool {
         pthread_getspecific(key) != nil
     }
 
-    static func markCurrent() {
+    package static func markCurrent() {
         guard !isCurrent else { return }
         pthread_setspecific(key, Unmanaged.passRetained(Pending()).toOpaque())
     }
 
     /// Remembers `writer` to flush before this thread blocks. Only on a
     /// batching thread; returns false elsewhere (the caller writes now).
-    static func deferFlush(_ writer: Flushable) -> Bool {
+    package static func deferFlush(_ writer: Flushable) -> Bool {
         guard let raw = pthread_getspecific(key) else { return false }
         let pending = Unmanaged<Pending>.fromOpaque(raw).takeUnretainedValue()
         if !pending.writers.contains(where: { $0 === writer }) {
@@ -50,7 +50,7 @@ enum BatchingThread {
     }
 
     /// Flushes everything this thread deferred. Call before blocking.
-    static func flushDeferred() {
+    package static func flushDeferred() {
         guard let raw = pthread_getspecific(key) else { return }
         let pending = Unmanaged<Pending>.fromOpaque(raw).takeUnretainedValue()
         while let writer = pending.writers.popLast() {

@@ -7,14 +7,14 @@ import Musl
 /// A mutex with a condition variable, for the few places that must sleep
 /// until another thread changes shared state (bounded queues, the deadline
 /// timer). `Synchronization.Mutex` has no condition variable, hence pthreads.
-final class ConditionLock<State>: @unchecked Sendable {
+package final class ConditionLock<State>: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     // Guarded by `mutex`; @unchecked Sendable rests on that (and the
     // runtime's exclusivity check is off for it, as in `Lock`).
     @exclusivity(unchecked) private var state: State
 
-    init(_ state: State) {
+    package init(_ state: State) {
         self.state = state
         pthread_mutex_init(mutex, nil)
         var attributes = pthread_condattr_t()
@@ -33,7 +33,7 @@ final class ConditionLock<State>: @unchecked Sendable {
     }
 
     /// Runs `body` with the lock held.
-    func withLock<R>(_ body: (inout State) throws -> R) rethrows -> R {
+    package func withLock<R>(_ body: (inout State) throws -> R) rethrows -> R {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body(&state)
@@ -42,7 +42,7 @@ final class ConditionLock<State>: @unchecked Sendable {
     /// Waits until `isReady` holds, then runs `body`, all under the lock.
     /// With a deadline (monotonic nanoseconds), gives up when it passes and
     /// runs `body` anyway; `body` must check the state itself.
-    func wait<R>(
+    package func wait<R>(
         until isReady: (State) -> Bool,
         deadline: UInt64? = nil,
         then body: (inout State) throws -> R
@@ -53,7 +53,7 @@ final class ConditionLock<State>: @unchecked Sendable {
     /// As `wait(until:deadline:then:)`, and `beforeSleeping` runs on the
     /// state each time the caller is about to sleep: a waiter can leave word
     /// of what it waits for, so the other side wakes it only then.
-    func wait<R>(
+    package func wait<R>(
         until isReady: (State) -> Bool,
         deadline: UInt64? = nil,
         beforeSleeping: (inout State) -> Void,
@@ -77,7 +77,7 @@ final class ConditionLock<State>: @unchecked Sendable {
     }
 
     /// Wakes every waiter; call after changing the state they wait on.
-    func broadcast() {
+    package func broadcast() {
         pthread_cond_broadcast(condition)
     }
 }
@@ -85,15 +85,15 @@ final class ConditionLock<State>: @unchecked Sendable {
 extension Duration {
     /// Whole nanoseconds (negative durations count as zero), for deadlines
     /// on the monotonic clock.
-    var nanoseconds: UInt64 {
+    package var nanoseconds: UInt64 {
         let (seconds, attoseconds) = components
         return UInt64(max(seconds, 0)) * 1_000_000_000 + UInt64(max(attoseconds, 0) / 1_000_000_000)
     }
 }
 
 /// Monotonic time in nanoseconds, the clock of every deadline in the host.
-enum MonotonicClock {
-    static var now: UInt64 {
+package enum MonotonicClock {
+    package static var now: UInt64 {
         var time = timespec()
         clock_gettime(CLOCK_MONOTONIC, &time)
         return UInt64(time.tv_sec) &* 1_000_000_000 &+ UInt64(time.tv_nsec)
@@ -102,7 +102,7 @@ enum MonotonicClock {
     /// The same clock as of its last tick (a few ms behind at most), at a
     /// fraction of the cost: for per-request stamps compared against
     /// thresholds of 50 ms and more.
-    static var coarseNow: UInt64 {
+    package static var coarseNow: UInt64 {
         var time = timespec()
         clock_gettime(CLOCK_MONOTONIC_COARSE, &time)
         return UInt64(time.tv_sec) &* 1_000_000_000 &+ UInt64(time.tv_nsec)

@@ -4,24 +4,26 @@
 /// bytes. What it writes is untrusted text: `PrintableText` escapes it
 /// where it is logged, so no control byte or terminal sequence reaches the
 /// operator's terminal or log file.
-struct OutputLines {
+package struct OutputLines {
     /// A line's bytes past this are cut (and counted): a plug-in that
     /// writes a gigabyte without a newline costs the host this much.
-    static let maxLength = 4096
+    package static let maxLength = 4096
 
     /// One finished line: its first `maxLength` bytes at most, and how many
     /// more it had.
-    struct Line: Equatable {
-        var text: [UInt8]
-        var cut: Int
+    package struct Line: Equatable {
+        package var text: [UInt8]
+        package var cut: Int
     }
 
     private var pending: [UInt8] = []
     private var cut = 0
 
+    package init() {}
+
     /// Takes `bytes` and hands each line they finish to `emit`, without its
     /// newline (a CR before it is dropped too).
-    mutating func take(_ bytes: UnsafeRawBufferPointer, emit: (Line) -> Void) {
+    package mutating func take(_ bytes: UnsafeRawBufferPointer, emit: (Line) -> Void) {
         var rest = bytes[...]
         while let newline = rest.firstIndex(of: UInt8(ascii: "\n")) {
             keep(rest[rest.startIndex..<newline])
@@ -32,7 +34,7 @@ struct OutputLines {
     }
 
     /// The unfinished last line, if any (the plug-in's output ended).
-    mutating func end(emit: (Line) -> Void) {
+    package mutating func end(emit: (Line) -> Void) {
         if !pending.isEmpty || cut > 0 { finish(emit) }
     }
 
@@ -53,24 +55,24 @@ struct OutputLines {
 /// How many lines a plug-in may log: a token bucket, so a burst passes and
 /// a flood is dropped (and counted) rather than filling the operator's log
 /// or holding the host's stderr.
-struct OutputRateLimit {
+package struct OutputRateLimit {
     /// Lines a second, sustained.
-    static let rate: UInt64 = 100
+    package static let rate: UInt64 = 100
     /// Lines at once.
-    static let burst: UInt64 = 500
+    package static let burst: UInt64 = 500
 
     private var tokens = Self.burst * 1_000_000_000
     private var updated: UInt64
     /// Lines dropped since the last one let through.
     private(set) var dropped = 0
 
-    init(now: UInt64) {
+    package init(now: UInt64) {
         updated = now
     }
 
     /// Whether a line may be logged at `now` (monotonic ns). When it may
     /// after some were dropped, `droppedBefore` says how many.
-    mutating func admit(now: UInt64) -> (admitted: Bool, droppedBefore: Int) {
+    package mutating func admit(now: UInt64) -> (admitted: Bool, droppedBefore: Int) {
         let elapsed = now &- updated
         updated = now
         // Tokens are kept in nanoseconds-of-a-line so no rounding is lost;
@@ -88,7 +90,7 @@ struct OutputRateLimit {
     }
 
     /// Lines dropped and not yet reported, now reported.
-    mutating func takeDropped() -> Int {
+    package mutating func takeDropped() -> Int {
         defer { dropped = 0 }
         return dropped
     }
