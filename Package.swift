@@ -10,7 +10,11 @@ import PackageDescription
 //                     the kernel sandbox a worker enters before it loads one
 //   XCallbackSystem   threads, locks, what a child process is given, its output
 //                     relayed to the log, and the diagnostics stream
-//   XCallbackHost     discovery, loading, dispatch, workers, inputs and outputs
+//   XCallbackBridge   the C ABI bridge: a plug-in file checked and loaded, the
+//                     host API table, requests and replies in C's shapes, libffi
+//   XCallbackWire     the frames and the shared page between host and worker,
+//                     each with its encoder and its one checked decoder
+//   XCallbackHost     discovery, dispatch, workers, inputs and outputs
 //   XCallbackQueue    the durable queue on PostgreSQL many hosts share: it claims
 //                     requests, feeds them to a Host, and records their outcomes
 //   XCallbackCLI      the command line: every command but the queue's, compiled
@@ -75,6 +79,25 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The C ABI bridge: a plug-in file checked and loaded, its
+        // descriptor read, the host API table it registers through, requests
+        // and replies in C's shapes, and libffi bindings.
+        .target(
+            name: "XCallbackBridge",
+            dependencies: [
+                "CXCallback", "CHostSupport", "CFFI", "XCallbackURL", "XCallbackRouting", "XCallbackSystem",
+                .product(name: "Logging", package: "swift-log"),
+                // Binding manifests (`.xcallback.toml`).
+                .product(name: "TOMLKit", package: "TOMLKit"),
+            ]
+        ),
+        // What crosses between the host and a worker process: the frames on
+        // their socket and the page they share, each encoded and decoded in
+        // one place. The host reads a worker's bytes through nothing else.
+        .target(
+            name: "XCallbackWire",
+            dependencies: ["CXCallback", "CHostSupport", "XCallbackURL", "XCallbackSandbox", "XCallbackSystem", "XCallbackBridge"]
+        ),
         .target(
             name: "XCallbackPluginKit",
             dependencies: ["CXCallback", "XCallbackURL"]
@@ -83,17 +106,15 @@ let package = Package(
             name: "XCallbackHost",
             dependencies: [
                 "CXCallback", "CHostSupport", "CFFI", "XCallbackURL", "XCallbackRouting", "XCallbackSandbox",
-                "XCallbackSystem",
+                "XCallbackSystem", "XCallbackBridge", "XCallbackWire",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
-                // Binding manifests (`.xcallback.toml`).
-                .product(name: "TOMLKit", package: "TOMLKit"),
             ]
         ),
         .target(
             name: "XCallbackQueue",
             dependencies: [
-                "XCallbackHost", "XCallbackSystem", "XCallbackURL",
+                "XCallbackHost", "XCallbackBridge", "XCallbackSystem", "XCallbackURL",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
@@ -104,7 +125,7 @@ let package = Package(
         .target(
             name: "XCallbackCLI",
             dependencies: [
-                "XCallbackHost", "XCallbackSystem", "XCallbackSandbox", "CSDKHeader", "CHostSupport",
+                "XCallbackHost", "XCallbackBridge", "XCallbackSystem", "XCallbackSandbox", "CSDKHeader", "CHostSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -112,14 +133,14 @@ let package = Package(
         .executableTarget(
             name: "xcallback",
             dependencies: [
-                "XCallbackCLI", "XCallbackHost", "XCallbackSystem",
+                "XCallbackCLI", "XCallbackHost", "XCallbackBridge", "XCallbackSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .executableTarget(
             name: "xcallback-queue",
             dependencies: [
-                "XCallbackCLI", "XCallbackHost", "XCallbackQueue", "XCallbackSystem", "XCallbackURL",
+                "XCallbackCLI", "XCallbackHost", "XCallbackQueue", "XCallbackBridge", "XCallbackSystem", "XCallbackURL",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -135,7 +156,10 @@ let package = Package(
         .testTarget(name: "XCallbackRoutingTests", dependencies: ["XCallbackRouting"]),
         .testTarget(
             name: "XCallbackHostTests",
-            dependencies: ["XCallbackHost", "XCallbackSystem", "XCallbackURL", "CXCallback", "XCallbackPluginKit"]
+            dependencies: [
+                "XCallbackHost", "XCallbackWire", "XCallbackBridge", "XCallbackSystem", "XCallbackURL", "CXCallback",
+                "XCallbackPluginKit",
+            ]
         ),
         .testTarget(name: "XCallbackSandboxTests", dependencies: ["XCallbackSandbox"]),
         // Runs against a real PostgreSQL the tests start from Debian's packages
@@ -145,7 +169,7 @@ let package = Package(
         .testTarget(
             name: "FFITests",
             dependencies: [
-                "XCallbackHost", "XCallbackSystem", "XCallbackURL", "XCallbackRouting",
+                "XCallbackHost", "XCallbackBridge", "XCallbackSystem", "XCallbackURL", "XCallbackRouting",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -154,7 +178,9 @@ let package = Package(
         // the targets with swiftc outside SwiftPM).
         .testTarget(
             name: "FuzzCorpusReplayTests",
-            dependencies: ["XCallbackURL", "XCallbackRouting", "XCallbackHost"],
+            dependencies: [
+                "XCallbackURL", "XCallbackRouting", "XCallbackHost", "XCallbackBridge", "XCallbackWire", "XCallbackSystem",
+            ],
             path: "Fuzz",
             exclude: ["run", "Targets", "corpus", "regressions", "dictionaries"],
             sources: ["Properties", "Tests"]

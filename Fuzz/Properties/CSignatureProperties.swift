@@ -1,4 +1,4 @@
-import XCallbackHost
+import XCallbackBridge
 
 /// Properties of `CDeclaration(parsing:)`, the C signature parser of binding manifests
 /// (the `c-signature` fuzz target), on any text:

@@ -1,5 +1,6 @@
-@testable import XCallbackHost
+import XCallbackBridge
 import XCallbackURL
+import XCallbackWire
 
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,6 @@
 import ArgumentParser
 import CSDKHeader
+import XCallbackBridge
 import XCallbackHost
 import XCallbackURL
 

@@ -1,4 +1,5 @@
 import ArgumentParser
+import XCallbackBridge
 import XCallbackHost
 import XCallbackSandbox
 import XCallbackSystem

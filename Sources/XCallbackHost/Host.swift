@@ -1,5 +1,6 @@
 import CHostSupport
 import Logging
+import XCallbackBridge
 import XCallbackRouting
 import Synchronization
 import XCallbackSystem

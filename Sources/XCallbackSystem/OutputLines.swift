@@ -64,7 +64,7 @@ package struct OutputRateLimit {
     private var tokens = Self.burst * 1_000_000_000
     private var updated: UInt64
     /// Lines dropped since the last one let through.
-    private(set) var dropped = 0
+    package private(set) var dropped = 0
 
     package init(now: UInt64) {
         updated = now

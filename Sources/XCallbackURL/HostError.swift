@@ -1,8 +1,6 @@
-import XCallbackURL
-
 /// The errors the host itself gives (`errorDomain=xcallback`), docs/usage.md ("Error codes").
 public enum HostError {
-    public static let domain = "xcallback"
+    public static let domain = Outcome.hostErrorDomain
 
     public static func invalidURL(_ message: String) -> Outcome {
         .error(code: "InvalidURL", message: message, domain: domain)

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-import XCallbackSystem
+@testable import XCallbackBridge
+@testable import XCallbackSystem
 import XCallbackURL
 
 @testable import XCallbackHost

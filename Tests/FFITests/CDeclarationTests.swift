@@ -1,6 +1,7 @@
 import Testing
 
 @testable import XCallbackHost
+@testable import XCallbackBridge
 
 /// `CDeclaration(parsing:)`: the supported subset, canonical spelling, and
 /// strict errors with line, column and what was expected.

@@ -1,7 +1,8 @@
 import CXCallback
 import Foundation
 import Testing
-import XCallbackSystem
+@testable import XCallbackBridge
+@testable import XCallbackSystem
 import XCallbackURL
 
 @testable import XCallbackHost

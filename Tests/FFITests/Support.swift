@@ -1,8 +1,9 @@
 import Foundation
 import Logging
 import Testing
+@testable import XCallbackBridge
 import XCallbackRouting
-import XCallbackSystem
+@testable import XCallbackSystem
 import XCallbackURL
 
 @testable import XCallbackHost

@@ -1,7 +1,7 @@
 import Foundation
 
 @testable import XCallbackHost
-import XCallbackSystem
+@testable import XCallbackSystem
 
 /// A small C library built once per test process with `cc -shared -fPIC`,
 /// and a binding manifest for it, for the integer widths and every other

@@ -1,7 +1,7 @@
 import CXCallback
 import Foundation
 import Testing
-import XCallbackSystem
+@testable import XCallbackSystem
 import XCallbackURL
 
 @testable import XCallbackHost

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 @testable import XCallbackHost
-import XCallbackSystem
+@testable import XCallbackSystem
 
 #if canImport(Glibc)
 import Glibc

@@ -1,7 +1,7 @@
 import Foundation
 import Logging
 import Testing
-import XCallbackSystem
+@testable import XCallbackSystem
 import XCallbackURL
 
 @testable import XCallbackHost

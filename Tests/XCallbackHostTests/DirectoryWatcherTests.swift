@@ -3,7 +3,7 @@ import Logging
 import Testing
 
 @testable import XCallbackHost
-import XCallbackSystem
+@testable import XCallbackSystem
 
 #if canImport(Glibc)
 import Glibc

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import XCallbackHost
+@testable import XCallbackBridge
 
 #if canImport(Glibc)
 import Glibc

@@ -2,7 +2,8 @@ import CXCallback
 import Dispatch
 import Foundation
 import Testing
-import XCallbackSystem
+@testable import XCallbackBridge
+@testable import XCallbackSystem
 import XCallbackURL
 
 @testable import XCallbackHost

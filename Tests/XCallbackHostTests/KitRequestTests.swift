@@ -2,6 +2,7 @@ import CXCallback
 import Testing
 @testable import XCallbackHost
 @testable import XCallbackPluginKit
+@testable import XCallbackBridge
 import XCallbackURL
 
 /// The Swift kit's `Request` reads the host's request in place while its

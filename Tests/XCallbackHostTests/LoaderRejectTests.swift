@@ -3,6 +3,7 @@ import Foundation
 import Testing
 
 @testable import XCallbackHost
+@testable import XCallbackBridge
 
 #if canImport(Glibc)
 import Glibc

@@ -1,7 +1,8 @@
 import Testing
 
 @testable import XCallbackHost
-import XCallbackSystem
+@testable import XCallbackBridge
+@testable import XCallbackSystem
 
 /// What the host does with the bytes a plug-in prints before they reach its
 /// log: cut into lines (`OutputLines`), limited (`OutputRateLimit`), and made

@@ -1,6 +1,7 @@
 import CXCallback
 import Foundation
 import Testing
+@testable import XCallbackBridge
 import XCallbackURL
 
 @testable import XCallbackHost

@@ -1,6 +1,8 @@
 import Testing
 @testable import XCallbackHost
+@testable import XCallbackBridge
 import XCallbackURL
+@testable import XCallbackWire
 
 /// The request frame carries everything a worker hands its plug-in, the
 /// request's id and attempt included (protocol 3).

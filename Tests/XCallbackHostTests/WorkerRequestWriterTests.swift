@@ -1,7 +1,7 @@
 import Testing
 
 @testable import XCallbackHost
-import XCallbackSystem
+@testable import XCallbackSystem
 
 #if canImport(Glibc)
 import Glibc

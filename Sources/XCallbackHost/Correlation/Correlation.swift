@@ -1,3 +1,4 @@
+import XCallbackBridge
 import XCallbackRouting
 import XCallbackURL
 
@@ -14,7 +15,7 @@ import XCallbackURL
 public enum Correlation {
     /// The host's own scheme: its routes are built in, and plug-ins cannot
     /// register routes on it.
-    public static let scheme = "xcallback"
+    public static let scheme = HostScheme.name
     public static let requestIDParameter = "requestID"
     public static let responseTypeParameter = "responseType"
     public static let timeoutParameter = "timeout"

@@ -1,5 +1,6 @@
 import DequeModule
 import Logging
+import XCallbackBridge
 import XCallbackRouting
 import XCallbackSystem
 import XCallbackURL

@@ -1,4 +1,5 @@
 import CXCallback
+import XCallbackBridge
 import XCallbackSystem
 import XCallbackURL
 
@@ -87,7 +88,7 @@ extension Dispatcher {
     private func concludeInPlace(call: SynchronousCall, lane: FastLane, snapshot: RouteSnapshot) {
         let capture = lane.capture
         let callback = lane.decodedCallback(for: capture.kind)
-        let sink = call.sink!
+        let sink = call.outputSink
         if sink.format != .url || sink.keepOrder || sink.opener != nil || callback.map(snapshot.routesScheme(of:)) == true {
             concludeFast(capture.outcome, call: call, lane: lane, snapshot: snapshot)
             return
@@ -108,7 +109,7 @@ extension Dispatcher {
             callback = String(decoding: url, as: UTF8.self)
         }
         let input = keepsInput ? String(decoding: call.line, as: UTF8.self) : ""
-        call.sink!.emit(OutcomeRecord(sequence: call.sequence, input: input, outcome: outcome, callback: callback))
+        call.outputSink.emit(OutcomeRecord(sequence: call.sequence, input: input, outcome: outcome, callback: callback))
     }
 
     /// The request of a fast call as the general path keeps it, its first
@@ -119,7 +120,7 @@ extension Dispatcher {
         let url = (try? RequestURL(parsing: call.line, limits: limits)) ?? RequestURL(scheme: "")
         let pending = PendingRequest(
             id: call.id, sequence: call.sequence, input: keepsInput ? text : "", url: url, urlText: text, hop: 0,
-            sink: call.sink!, deadline: call.started + timeout.nanoseconds, table: registry.table)
+            sink: call.outputSink, deadline: call.started + timeout.nanoseconds, table: registry.table)
         _ = pending.nextCandidate()
         return pending
     }

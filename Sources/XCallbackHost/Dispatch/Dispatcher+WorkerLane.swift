@@ -1,3 +1,4 @@
+import XCallbackBridge
 import XCallbackURL
 
 // The fast lane to a worker: a line whose literal route leads to a plug-in

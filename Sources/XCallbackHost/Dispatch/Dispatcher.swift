@@ -1,5 +1,6 @@
 import Logging
 import Synchronization
+import XCallbackBridge
 import XCallbackRouting
 import XCallbackSystem
 import XCallbackURL

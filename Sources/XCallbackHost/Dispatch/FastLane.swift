@@ -1,5 +1,6 @@
 import CXCallback
 import Synchronization
+import XCallbackBridge
 import XCallbackURL
 
 /// One input stream's fast path: the workspace that lets a request whose
@@ -151,30 +152,8 @@ final class FastLane: @unchecked Sendable {
     }
 }
 
-/// What a fast lane knows of a call, kept in its reply slot so the
-/// general path can take the request over (`ReplyTable`). A worker's lane
-/// (`WorkerLane`) has no line and no sink: its host keeps those.
-struct SynchronousCall: @unchecked Sendable {
-    // @unchecked: `line` points into the input buffer the dispatching
-    // thread holds until the call has ended or been taken over, and the
-    // sink outlives its input stream's requests.
-    var line: UnsafeBufferPointer<UInt8>
-    var id: UInt64
-    var sequence: UInt64
-    /// The host lane's (always there); nil in a worker.
-    unowned(unsafe) var sink: OutputSink?
-    /// Monotonic nanoseconds when the handler was called.
-    var started: UInt64
-    var plugin: String
-    /// The lane's, which outlives the call.
-    unowned(unsafe) var capture: ReplyCapture
-    /// Who takes the call over when its handler declines while it still
-    /// runs (the host's dispatcher); nil in a worker, whose host decides.
-    unowned(unsafe) var owner: (any SynchronousCallOwner)?
-}
-
-/// Takes a synchronous call over for the general path.
-protocol SynchronousCallOwner: AnyObject, Sendable {
-    /// The delivery for `call`, now handled like any pending request.
-    func takeOver(_ call: SynchronousCall, reply: xcallback_reply) -> ReplyTable.Delivery
+extension SynchronousCall {
+    /// The sink the host's lane put in the call, as the host's type: the
+    /// bridge keeps it as `AnyObject` because it sits below `OutputSink`.
+    var outputSink: OutputSink { unsafeDowncast(sink!, to: OutputSink.self) }
 }

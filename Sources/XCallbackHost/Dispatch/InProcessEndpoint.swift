@@ -1,4 +1,5 @@
 import CXCallback
+import XCallbackBridge
 import XCallbackURL
 
 /// Runs a plug-in loaded into the host process (`--isolation none`): the

@@ -1,4 +1,5 @@
 import Synchronization
+import XCallbackBridge
 import XCallbackSystem
 
 /// Something that runs a plug-in's handlers: the plug-in loaded into this

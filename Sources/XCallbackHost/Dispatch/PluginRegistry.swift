@@ -1,4 +1,5 @@
 import Synchronization
+import XCallbackBridge
 import XCallbackSystem
 import XCallbackURL
 import XCallbackRouting

@@ -1,5 +1,6 @@
 import CHostSupport
 import Logging
+import XCallbackBridge
 import XCallbackSandbox
 import XCallbackRouting
 import XCallbackSystem

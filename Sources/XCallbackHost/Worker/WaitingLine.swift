@@ -1,3 +1,5 @@
+import XCallbackBridge
+
 /// Requests for a plug-in that wait for its worker (none ready yet, or one
 /// not reading its requests), first in line first, with the request text
 /// they hold, which bounds how much may wait (`WorkerEndpoint.maxWaiting`).

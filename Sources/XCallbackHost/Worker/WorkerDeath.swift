@@ -1,5 +1,6 @@
 import XCallbackSandbox
 import XCallbackURL
+import XCallbackWire
 
 #if canImport(Glibc)
 import Glibc

@@ -1,3 +1,4 @@
+import XCallbackBridge
 import XCallbackSystem
 import XCallbackURL
 import Logging

@@ -1,5 +1,7 @@
 import Synchronization
+import XCallbackBridge
 import XCallbackURL
+import XCallbackWire
 
 /// A worker's fast path, the counterpart of the host's `FastLane`: a
 /// request for a native handler gets a request refilled in place and a

@@ -1,9 +1,11 @@
 import CHostSupport
 import Logging
+import XCallbackBridge
 import XCallbackSandbox
 import Synchronization
 import XCallbackSystem
 import XCallbackURL
+import XCallbackWire
 
 #if canImport(Glibc)
 import Glibc

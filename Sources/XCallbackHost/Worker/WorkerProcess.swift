@@ -1,9 +1,11 @@
+import XCallbackBridge
 import XCallbackSystem
 import XCallbackURL
 import CHostSupport
 import Logging
 import XCallbackSandbox
 import Synchronization
+import XCallbackWire
 
 #if canImport(Glibc)
 import Glibc

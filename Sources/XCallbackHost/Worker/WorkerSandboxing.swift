@@ -1,3 +1,4 @@
+import XCallbackBridge
 import XCallbackSandbox
 
 #if canImport(Glibc)

@@ -1,6 +1,7 @@
 import CHostSupport
 import XCallbackSandbox
 import XCallbackURL
+import XCallbackWire
 
 #if canImport(Glibc)
 import Glibc

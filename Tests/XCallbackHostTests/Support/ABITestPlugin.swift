@@ -1,6 +1,6 @@
 import Foundation
 import XCallbackHost
-import XCallbackSystem
+@testable import XCallbackSystem
 
 /// A C plug-in that exercises every function of the host API table and
 /// reports what it saw, either in its reply or through exported hooks that

@@ -3,8 +3,9 @@ import Dispatch
 import Foundation
 import Logging
 import Testing
+@testable import XCallbackBridge
 import XCallbackRouting
-import XCallbackSystem
+@testable import XCallbackSystem
 import XCallbackURL
 
 @testable import XCallbackHost

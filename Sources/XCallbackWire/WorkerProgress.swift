@@ -23,12 +23,12 @@ import Musl
 ///
 /// Shared memory, not a frame: this must survive a worker that dies between
 /// any two instructions.
-final class WorkerProgress: @unchecked Sendable {
+package final class WorkerProgress: @unchecked Sendable {
     // @unchecked: the words are touched through atomic loads and stores;
     // the outbox bytes only by the worker's outbox (under its lock) and, once
     // the worker is dead, by the host.
     /// The descriptor the worker finds the page on.
-    static let workerDescriptor: Int32 = 5
+    package static let workerDescriptor: Int32 = 5
     private static let size = WorkerPageLayout.size
     private static let header = WorkerPageLayout.header
 
@@ -47,7 +47,7 @@ final class WorkerProgress: @unchecked Sendable {
     }
 
     /// A new page for a worker about to start; `descriptor` is handed to it.
-    static func create() -> (progress: WorkerProgress, descriptor: Int32)? {
+    package static func create() -> (progress: WorkerProgress, descriptor: Int32)? {
         let descriptor = xcallback_shared_page_create("xcallback-worker-progress", size)
         guard descriptor >= 0 else { return nil }
         guard let progress = map(descriptor) else {
@@ -58,7 +58,7 @@ final class WorkerProgress: @unchecked Sendable {
     }
 
     /// The worker's view of the page it inherited, if it did.
-    static func inherited() -> WorkerProgress? {
+    package static func inherited() -> WorkerProgress? {
         map(workerDescriptor)
     }
 
@@ -71,22 +71,22 @@ final class WorkerProgress: @unchecked Sendable {
     deinit { munmap(base, Self.size) }
 
     /// The worker is about to hand request `id` to the plug-in.
-    func begin(_ id: UInt64) { xcallback_store_release_u64(lastBegunWord, id) }
+    package func begin(_ id: UInt64) { xcallback_store_release_u64(lastBegunWord, id) }
 
     // MARK: the sandbox's report
 
     /// Where the worker's sandbox handler writes.
-    var sandboxReport: SandboxReport { SandboxReport(memory: memoryWord) }
+    package var sandboxReport: SandboxReport { SandboxReport(memory: memoryWord) }
 
     // MARK: the outbox
 
     /// Bytes the outbox holds.
-    static var outboxCapacity: Int { WorkerPageLayout.outboxCapacity }
-    var outbox: UnsafeMutableRawPointer { base + Self.header }
+    package static var outboxCapacity: Int { WorkerPageLayout.outboxCapacity }
+    package var outbox: UnsafeMutableRawPointer { base + Self.header }
 
     /// Bytes of whole frames in the outbox not yet known to be written (the
     /// worker's side: the host reads the page only through `report`).
-    var pendingBytes: Int {
+    package var pendingBytes: Int {
         get { Int(truncatingIfNeeded: xcallback_load_acquire_u64(pendingWord)) }
         set { xcallback_store_release_u64(pendingWord, UInt64(truncatingIfNeeded: newValue)) }
     }
@@ -98,7 +98,7 @@ final class WorkerProgress: @unchecked Sendable {
     /// own memory first, and decoded from the copy by `WorkerPageReport`:
     /// a plug-in's process that still held the mapping cannot change a
     /// word between its check and its use.
-    func report(lastSent: UInt64) -> WorkerPageReport {
+    package func report(lastSent: UInt64) -> WorkerPageReport {
         let header = UnsafeRawBufferPointer(start: base, count: Self.header)
         let claimed = Int(clamping: header.loadUnaligned(fromByteOffset: WorkerPageLayout.pendingOffset, as: UInt64.self))
         let count = Self.header + min(max(claimed, 0), Self.outboxCapacity)

@@ -9,7 +9,7 @@ import XCallbackURL
 /// The fast lane refills one of these for request after request (see
 /// `FastLane`): its storage and offset arrays keep their capacity, so a
 /// request that is answered before its handler returns allocates nothing.
-final class NativeRequest: @unchecked Sendable {
+package final class NativeRequest: @unchecked Sendable {
     private struct Parameter {
         var name: Int
         var value: Int
@@ -29,18 +29,18 @@ final class NativeRequest: @unchecked Sendable {
     @exclusivity(unchecked) private var argumentOffsets: [Parameter] = []
     /// The fields it was built from; nil for a request the fast lane filled
     /// (bound functions, which read them, never take that lane).
-    @exclusivity(unchecked) private(set) var fields: RequestFields?
+    @exclusivity(unchecked) package private(set) var fields: RequestFields?
     /// The host's number for the request (`request_id`).
-    @exclusivity(unchecked) private(set) var id: UInt64 = 0
+    @exclusivity(unchecked) package private(set) var id: UInt64 = 0
     /// Which attempt at running the request this is (`request_attempt`).
-    @exclusivity(unchecked) private(set) var attempt: UInt32 = 1
+    @exclusivity(unchecked) package private(set) var attempt: UInt32 = 1
     /// The pattern of the route that matched, as registered.
-    @exclusivity(unchecked) private(set) var routeText: String
+    @exclusivity(unchecked) package private(set) var routeText: String
     /// Where the next part goes while filling from bytes.
     @exclusivity(unchecked) private var fillCursor = 0
 
     /// An empty request for the fast lane to fill.
-    init() {
+    package init() {
         capacity = 1024
         storage = UnsafeMutablePointer<CChar>.allocate(capacity: capacity)
         routeText = ""
@@ -48,7 +48,7 @@ final class NativeRequest: @unchecked Sendable {
     }
 
     /// `route` is the pattern of the route that matched, as registered.
-    convenience init(_ fields: RequestFields, route: String) {
+    package convenience init(_ fields: RequestFields, route: String) {
         self.init(capacity: 0)
         refill(fields, route: route)
     }
@@ -61,7 +61,7 @@ final class NativeRequest: @unchecked Sendable {
 
     /// Refills this request from `fields`, keeping its storage when it is
     /// big enough (a worker's lane refills one request for every frame).
-    func refill(_ fields: RequestFields, route: String) {
+    package func refill(_ fields: RequestFields, route: String) {
         self.fields = fields
         self.id = fields.id
         self.attempt = fields.attempt
@@ -113,7 +113,7 @@ final class NativeRequest: @unchecked Sendable {
     /// A route the lane takes is all literals, so there are no arguments.
     /// Returns false, leaving it unusable until the next fill, when a value
     /// does not decode (the general path then reports why).
-    func fill(line: UnsafeBufferPointer<UInt8>, parsed: RequestLine, route: String, routeBytes: UnsafeBufferPointer<UInt8>) -> Bool {
+    package func fill(line: UnsafeBufferPointer<UInt8>, parsed: RequestLine, route: String, routeBytes: UnsafeBufferPointer<UInt8>) -> Bool {
         // Room for every part, and for the decoder's whole-word copies past
         // the end of the value it writes (at most the rest of the line).
         let needed = 4 * line.count + routeBytes.count + 64
@@ -174,7 +174,7 @@ final class NativeRequest: @unchecked Sendable {
     /// Starts refilling this request from byte strings that total at most
     /// `byteCount` bytes (NULs aside): `add…` each part in order, then
     /// `assign(id:attempt:)`. Allocates only to grow.
-    func beginFill(byteCount: Int, route: String) {
+    package func beginFill(byteCount: Int, route: String) {
         let needed = byteCount + route.utf8.count + 64
         if needed > capacity {
             storage.deallocate()
@@ -190,19 +190,19 @@ final class NativeRequest: @unchecked Sendable {
     }
 
     /// The URL, then the scheme: the first two parts.
-    func addURL(_ bytes: UnsafeRawBufferPointer) { _ = addBytes(bytes) }
-    func addScheme(_ bytes: UnsafeRawBufferPointer) {
+    package func addURL(_ bytes: UnsafeRawBufferPointer) { _ = addBytes(bytes) }
+    package func addScheme(_ bytes: UnsafeRawBufferPointer) {
         schemeOffset = addBytes(bytes)
         var route = routeText
         routeOffset = route.withUTF8 { addBytes(UnsafeRawBufferPointer($0)) }
     }
-    func addSource(_ bytes: UnsafeRawBufferPointer) { sourceOffset = addBytes(bytes) }
-    func addParameter(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+    package func addSource(_ bytes: UnsafeRawBufferPointer) { sourceOffset = addBytes(bytes) }
+    package func addParameter(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
         let nameOffset = addBytes(name)
         let valueOffset = addBytes(value)
         parameterOffsets.append(Parameter(name: nameOffset, value: valueOffset, valueLength: value.count))
     }
-    func addArgument(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+    package func addArgument(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
         let nameOffset = addBytes(name)
         let valueOffset = addBytes(value)
         argumentOffsets.append(Parameter(name: nameOffset, value: valueOffset, valueLength: value.count))
@@ -219,7 +219,7 @@ final class NativeRequest: @unchecked Sendable {
 
     /// Sets the host's number for the request and its attempt, once the
     /// fast lane takes it (both are set on every refill, so none carries over).
-    func assign(id: UInt64, attempt: UInt32 = 1) {
+    package func assign(id: UInt64, attempt: UInt32 = 1) {
         self.id = id
         self.attempt = attempt
     }
@@ -238,9 +238,9 @@ final class NativeRequest: @unchecked Sendable {
 
     deinit { storage.deallocate() }
 
-    var opaque: OpaquePointer { OpaquePointer(Unmanaged.passUnretained(self).toOpaque()) }
+    package var opaque: OpaquePointer { OpaquePointer(Unmanaged.passUnretained(self).toOpaque()) }
 
-    static func from(_ pointer: OpaquePointer?) -> NativeRequest? {
+    package static func from(_ pointer: OpaquePointer?) -> NativeRequest? {
         guard let pointer else { return nil }
         return Unmanaged<NativeRequest>.fromOpaque(UnsafeRawPointer(pointer)).takeUnretainedValue()
     }
@@ -248,44 +248,44 @@ final class NativeRequest: @unchecked Sendable {
     /// Runs `body` on the request behind `pointer` without retaining it (the
     /// host keeps it alive until the reply is completed).
     @inline(__always)
-    static func borrow<R>(_ pointer: OpaquePointer?, _ body: (NativeRequest) -> R?) -> R? {
+    package static func borrow<R>(_ pointer: OpaquePointer?, _ body: (NativeRequest) -> R?) -> R? {
         guard let pointer else { return nil }
         return Unmanaged<NativeRequest>.fromOpaque(UnsafeRawPointer(pointer))._withUnsafeGuaranteedRef(body)
     }
 
-    var url: UnsafePointer<CChar> { UnsafePointer(storage) }
-    var scheme: UnsafePointer<CChar> { UnsafePointer(storage + schemeOffset) }
-    var source: UnsafePointer<CChar>? { sourceOffset.map { UnsafePointer(storage + $0) } }
-    var parameterCount: Int { parameterOffsets.count }
-    var route: UnsafePointer<CChar> { UnsafePointer(storage + routeOffset) }
-    var argumentCount: Int { argumentOffsets.count }
+    package var url: UnsafePointer<CChar> { UnsafePointer(storage) }
+    package var scheme: UnsafePointer<CChar> { UnsafePointer(storage + schemeOffset) }
+    package var source: UnsafePointer<CChar>? { sourceOffset.map { UnsafePointer(storage + $0) } }
+    package var parameterCount: Int { parameterOffsets.count }
+    package var route: UnsafePointer<CChar> { UnsafePointer(storage + routeOffset) }
+    package var argumentCount: Int { argumentOffsets.count }
 
-    func argumentName(at index: Int) -> UnsafePointer<CChar>? {
+    package func argumentName(at index: Int) -> UnsafePointer<CChar>? {
         guard index >= 0, index < argumentOffsets.count else { return nil }
         return UnsafePointer(storage + argumentOffsets[index].name)
     }
 
-    func argumentValue(at index: Int) -> UnsafePointer<CChar>? {
+    package func argumentValue(at index: Int) -> UnsafePointer<CChar>? {
         guard index >= 0, index < argumentOffsets.count else { return nil }
         return UnsafePointer(storage + argumentOffsets[index].value)
     }
 
-    func parameterName(at index: Int) -> UnsafePointer<CChar>? {
+    package func parameterName(at index: Int) -> UnsafePointer<CChar>? {
         guard index >= 0, index < parameterOffsets.count else { return nil }
         return UnsafePointer(storage + parameterOffsets[index].name)
     }
 
-    func parameterValue(at index: Int) -> (UnsafePointer<CChar>, Int)? {
+    package func parameterValue(at index: Int) -> (UnsafePointer<CChar>, Int)? {
         guard index >= 0, index < parameterOffsets.count else { return nil }
         let entry = parameterOffsets[index]
         return (UnsafePointer(storage + entry.value), entry.valueLength)
     }
 
-    func parameter(named name: UnsafePointer<CChar>) -> (UnsafePointer<CChar>, Int)? {
+    package func parameter(named name: UnsafePointer<CChar>) -> (UnsafePointer<CChar>, Int)? {
         find(name, in: parameterOffsets)
     }
 
-    func argument(named name: UnsafePointer<CChar>) -> UnsafePointer<CChar>? {
+    package func argument(named name: UnsafePointer<CChar>) -> UnsafePointer<CChar>? {
         find(name, in: argumentOffsets)?.0
     }
 

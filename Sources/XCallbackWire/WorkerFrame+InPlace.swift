@@ -1,3 +1,4 @@
+import XCallbackBridge
 import XCallbackURL
 
 #if canImport(Glibc)
@@ -13,7 +14,7 @@ import Musl
 extension WorkerFrame {
     /// Appends a `result` frame for an answer kept in `capture` (a worker's
     /// lane): the bytes `.result(id:result:)` would encode, without Strings.
-    static func encodeResult(id: UInt64, capture: ReplyCapture, into output: inout [UInt8]) {
+    package static func encodeResult(id: UInt64, capture: ReplyCapture, into output: inout [UInt8]) {
         appendFrame(.result, into: &output) { writer in
             writer.u64(id)
             writer.u8(capture.kind == .success ? 0 : 2)
@@ -33,7 +34,7 @@ extension WorkerFrame {
     /// place (`urlCount` bytes of URL): the bytes `.request(id:handler:fields:)`
     /// would encode, without Strings. A lane's route is all literals, so
     /// there are no arguments.
-    static func encodeRequest(id: UInt64, handler: UInt32, request: NativeRequest, urlCount: Int,
+    package static func encodeRequest(id: UInt64, handler: UInt32, request: NativeRequest, urlCount: Int,
                               into output: inout [UInt8]) {
         appendFrame(.request, into: &output) { writer in
             writer.u64(id)
@@ -63,7 +64,7 @@ extension WorkerFrame {
     /// kind, and parameters as ranges of the payload. Nil when it is not
     /// a success or cancel, or its text is not UTF-8 (the decoded frame, a
     /// `HandlerResult`, handles those).
-    static func peekAnswer(_ payload: UnsafeRawBufferPointer, into parameters: inout [ByteParameter])
+    package static func peekAnswer(_ payload: UnsafeRawBufferPointer, into parameters: inout [ByteParameter])
         -> (id: UInt64, kind: OutcomeKind)? {
         var reader = WireReader(bytes: payload)
         guard let id = reader.u64(), let code = reader.u8(), code == 0 || code == 2, let count = reader.u32() else { return nil }
@@ -83,7 +84,7 @@ extension WorkerFrame {
     }
 
     /// The id of a `returned` frame's payload.
-    static func peekReturned(_ payload: UnsafeRawBufferPointer) -> UInt64? {
+    package static func peekReturned(_ payload: UnsafeRawBufferPointer) -> UInt64? {
         var reader = WireReader(bytes: payload)
         guard let id = reader.u64(), reader.isAtEnd else { return nil }
         return id
@@ -92,7 +93,7 @@ extension WorkerFrame {
     /// Fills `request` from a `request` frame's payload, in place, for
     /// route `route`; returns the frame's id and handler, or nil when the
     /// payload is malformed (the decoded frame then reports it).
-    static func fillRequest(_ payload: UnsafeRawBufferPointer, into request: NativeRequest, route: String)
+    package static func fillRequest(_ payload: UnsafeRawBufferPointer, into request: NativeRequest, route: String)
         -> (id: UInt64, handler: UInt32)? {
         var reader = WireReader(bytes: payload)
         guard let id = reader.u64(), let handler = reader.u32(), let url = reader.span(), let scheme = reader.span(),
@@ -118,7 +119,7 @@ extension WorkerFrame {
     }
 
     /// A `request` frame's handler, without reading the rest.
-    static func peekHandler(_ payload: UnsafeRawBufferPointer) -> UInt32? {
+    package static func peekHandler(_ payload: UnsafeRawBufferPointer) -> UInt32? {
         var reader = WireReader(bytes: payload)
         guard reader.u64() != nil else { return nil }
         return reader.u32()
@@ -127,7 +128,7 @@ extension WorkerFrame {
 }
 
 extension UnsafeRawBufferPointer {
-    func slice(_ span: (start: Int, count: Int)) -> UnsafeRawBufferPointer {
+    package func slice(_ span: (start: Int, count: Int)) -> UnsafeRawBufferPointer {
         UnsafeRawBufferPointer(rebasing: self[span.start..<span.start + span.count])
     }
 }

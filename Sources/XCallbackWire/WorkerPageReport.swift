@@ -1,17 +1,17 @@
 /// Where things are in the page a worker shares with the host
 /// (`WorkerProgress`): three words, then the outbox.
-enum WorkerPageLayout {
+package enum WorkerPageLayout {
     /// A worker flushes its outbox at `BufferedWriter.threshold`; room for
     /// a few times that, so a batch seldom waits for a write.
-    static let size = 1 << 20
-    static let header = 64
+    package static let size = 1 << 20
+    package static let header = 64
     /// The last request the worker began.
-    static let lastBegunOffset = 0
+    package static let lastBegunOffset = 0
     /// Bytes of whole frames in the outbox.
-    static let pendingOffset = 8
+    package static let pendingOffset = 8
     /// Non-zero: it died of a fatal signal near its memory ceiling.
-    static let memoryOffset = 16
-    static let outboxCapacity = size - header
+    package static let memoryOffset = 16
+    package static let outboxCapacity = size - header
 }
 
 /// A dead worker's shared page, decoded: the one place the host reads what
@@ -19,21 +19,21 @@ enum WorkerPageLayout {
 /// word is checked against what the host itself knows, and no value in it
 /// can make the host trap, allocate without bound, or believe more than
 /// its own records allow.
-struct WorkerPageReport: Equatable {
+package struct WorkerPageReport: Equatable {
     /// The last request the worker says it began, never past the last one
     /// the host sent it (a request the host never sent cannot be begun).
-    var lastBegun: UInt64
+    package var lastBegun: UInt64
     /// The whole frames its outbox held, up to the first that does not
     /// decode. Answers in them count only for requests still in flight.
-    var unsentFrames: [WorkerFrame]
+    package var unsentFrames: [WorkerFrame]
     /// The worker's word that it died at its memory ceiling: a claim, which
     /// `WorkerDeath` believes only with the kernel's count of its memory.
-    var claimsMemoryCeiling: Bool
+    package var claimsMemoryCeiling: Bool
 
     /// Decodes `page` (the header words, then as many outbox bytes as the
     /// page had, at most); `lastSent` is the highest request id the host
     /// sent this worker.
-    init(decoding page: UnsafeRawBufferPointer, lastSent: UInt64) {
+    package init(decoding page: UnsafeRawBufferPointer, lastSent: UInt64) {
         func word(_ offset: Int) -> UInt64 {
             page.count >= offset + 8 ? UInt64(littleEndian: page.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) : 0
         }

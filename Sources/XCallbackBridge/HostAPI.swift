@@ -9,12 +9,12 @@ import XCallbackURL
 /// This enum (the table and `replies`) is the host's only global state: C
 /// function pointers cannot capture context, so the table must be static and
 /// completion tokens must be resolved through a process-wide table.
-enum HostAPI {
+package enum HostAPI {
     /// Every reply token in this process.
-    static let replies = ReplyTable()
+    package static let replies = ReplyTable()
 
     /// Where refused completions are reported.
-    static let logger = Logger(label: "xcallback.abi")
+    package static let logger = Logger(label: "xcallback.abi")
 
     /// The table, built once and never freed.
     nonisolated(unsafe) static let table: UnsafePointer<xcallback_host_api> = {
@@ -158,7 +158,7 @@ enum HostAPI {
 
     /// The size of the host API table as of ABI minor `minor`: the table
     /// only grows, so it ends where the next minor's first field begins.
-    static func size(forMinor minor: Int) -> Int {
+    package static func size(forMinor minor: Int) -> Int {
         switch minor {
         case 0: return MemoryLayout<xcallback_host_api>.offset(of: \.register_function)!
         case 1: return MemoryLayout<xcallback_host_api>.offset(of: \.request_route)!

@@ -17,6 +17,15 @@ public struct PluginInfo: Sendable, Equatable {
     public var summary: String
     public var abiMajor: Int
     public var abiMinor: Int
+
+    package init(path: String, name: String, version: String, summary: String, abiMajor: Int, abiMinor: Int) {
+        self.path = path
+        self.name = name
+        self.version = version
+        self.summary = summary
+        self.abiMajor = abiMajor
+        self.abiMinor = abiMinor
+    }
 }
 
 /// A plug-in loaded into this process: its identity and the handlers it
@@ -24,13 +33,13 @@ public struct PluginInfo: Sendable, Equatable {
 /// any plug-in with threads still running); reloading means a new process.
 public final class LoadedPlugin: Sendable {
     public let info: PluginInfo
-    let handle: PluginHandle
-    let registrations: [Registration]
+    package let handle: PluginHandle
+    package let registrations: [Registration]
     private let shutdownFunction: xcallback_shutdown_function?
     /// Names this plug-in in the crash line of a host it takes down.
-    let mark: PluginMark
+    package let mark: PluginMark
 
-    init(info: PluginInfo, handle: PluginHandle, registrations: [Registration],
+    package init(info: PluginInfo, handle: PluginHandle, registrations: [Registration],
          shutdown: xcallback_shutdown_function?) {
         self.info = info
         self.handle = handle
@@ -48,7 +57,7 @@ public final class LoadedPlugin: Sendable {
     public var signatures: [CDeclaration?] { registrations.map { $0.handler.boundFunction?.declaration } }
 
     /// Calls the plug-in's optional shutdown hook.
-    func shutdown() {
+    package func shutdown() {
         shutdownFunction?(handle.opaque)
     }
 }
@@ -58,7 +67,7 @@ public struct PluginLoader: Sendable {
     public var logger: Logger
 
     /// The checks every file loaded must pass first (`--allow-insecure-plugins` relaxes them).
-    let security: FileSecurity
+    package let security: FileSecurity
 
     public init(logger: Logger, security: FileSecurity = FileSecurity()) {
         self.logger = logger
@@ -66,9 +75,9 @@ public struct PluginLoader: Sendable {
     }
 
     /// Why a route was refused, given the owner the conflict check named.
-    static func refusal(of pattern: RoutePattern, owner: String) -> String {
-        pattern.scheme == Correlation.scheme
-            ? "the scheme '\(Correlation.scheme)' is reserved for the host's built-in routes"
+    package static func refusal(of pattern: RoutePattern, owner: String) -> String {
+        pattern.scheme == HostScheme.name
+            ? "the scheme '\(HostScheme.name)' is reserved for the host's built-in routes"
             : "plug-in '\(owner)' already owns a route of the same shape"
     }
 
@@ -86,7 +95,7 @@ public struct PluginLoader: Sendable {
         conflictOwner otherOwner: @escaping @Sendable (RoutePattern) -> String? = { _ in nil }
     ) throws(PluginLoadError) -> LoadedPlugin {
         let conflictOwner: @Sendable (RoutePattern) -> String? = { pattern in
-            pattern.scheme == Correlation.scheme ? Correlation.scheme : otherOwner(pattern)
+            pattern.scheme == HostScheme.name ? HostScheme.name : otherOwner(pattern)
         }
         let pluginFile: PluginFile
         if let descriptor {
@@ -133,7 +142,7 @@ public struct PluginLoader: Sendable {
     }
 
     /// Reads and checks the descriptor before anything else in the plug-in runs.
-    static func readDescriptor(_ library: UnsafeMutableRawPointer, path: String) throws(PluginLoadError) -> PluginInfo {
+    package static func readDescriptor(_ library: UnsafeMutableRawPointer, path: String) throws(PluginLoadError) -> PluginInfo {
         guard let symbol = dlsym(library, XCALLBACK_DESCRIPTOR_SYMBOL) else {
             throw PluginLoadError(path: path, reason: .notAPlugin)
         }
@@ -188,7 +197,7 @@ public struct PluginLoader: Sendable {
     /// What is wrong with an identity a process that ran a plug-in's code
     /// reported (a worker's handshake, a probe's report), if anything: the
     /// name must be one the loader accepts, and the rest of bounded size.
-    static func reportedIdentityProblem(name: String, version: String, summary: String) -> String? {
+    package static func reportedIdentityProblem(name: String, version: String, summary: String) -> String? {
         guard isValidName(name) else {
             return "named the plug-in '\(PrintableText.escaping(String(name.prefix(64))))', which is not a plug-in name"
         }
@@ -198,7 +207,7 @@ public struct PluginLoader: Sendable {
         return nil
     }
 
-    static func isValidName(_ name: String) -> Bool {
+    package static func isValidName(_ name: String) -> Bool {
         let utf8 = name.utf8
         return (1...64).contains(utf8.count) && utf8.allSatisfy { byte in
             (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)

@@ -4,17 +4,17 @@ import XCallbackRouting
 import XCallbackSystem
 
 /// A plug-in's handler function and its user data, as registered.
-struct NativeHandler: @unchecked Sendable {
+package struct NativeHandler: @unchecked Sendable {
     // @unchecked: the function pointer and user data belong to the plug-in,
     // which promises in xcallback.h that handlers may run on any thread.
-    let function: xcallback_handler
-    let userData: UnsafeMutableRawPointer?
+    package let function: xcallback_handler
+    package let userData: UnsafeMutableRawPointer?
 }
 
 /// One route a plug-in registered, in registration order.
-struct Registration: Sendable {
-    let pattern: RoutePattern
-    let handler: RouteHandler
+package struct Registration: Sendable {
+    package let pattern: RoutePattern
+    package let handler: RouteHandler
 }
 
 /// A route a plug-in asked for and did not get: another plug-in, loaded
@@ -22,15 +22,20 @@ struct Registration: Sendable {
 public struct RefusedRoute: Sendable, Equatable {
     public var pattern: String
     public var owner: String
+
+    package init(pattern: String, owner: String) {
+        self.pattern = pattern
+        self.owner = owner
+    }
 }
 
 /// The host's side of `xcallback_plugin *`: who the plug-in is, and what it
 /// registered. The pointer a plug-in holds is this object's address; the
 /// object is retained for the life of the process because plug-ins may keep
 /// the pointer until shutdown and are never unloaded.
-final class PluginHandle: Sendable {
-    let name: String
-    let logger: Logger
+package final class PluginHandle: Sendable {
+    package let name: String
+    package let logger: Logger
     /// Returns the owner of a same-shape route in another plug-in, if any:
     /// the host's policy is that an existing owner keeps its route.
     private let conflictOwner: @Sendable (RoutePattern) -> String?
@@ -42,7 +47,7 @@ final class PluginHandle: Sendable {
         var refused: [RefusedRoute] = []
     }
 
-    init(name: String, logger: Logger, conflictOwner: @escaping @Sendable (RoutePattern) -> String? = { _ in nil }) {
+    package init(name: String, logger: Logger, conflictOwner: @escaping @Sendable (RoutePattern) -> String? = { _ in nil }) {
         self.name = name
         var logger = logger
         logger[metadataKey: "plugin"] = "\(name)"
@@ -50,36 +55,36 @@ final class PluginHandle: Sendable {
         self.conflictOwner = conflictOwner
     }
 
-    var opaque: OpaquePointer { OpaquePointer(Unmanaged.passUnretained(self).toOpaque()) }
+    package var opaque: OpaquePointer { OpaquePointer(Unmanaged.passUnretained(self).toOpaque()) }
 
-    static func from(_ pointer: OpaquePointer?) -> PluginHandle? {
+    package static func from(_ pointer: OpaquePointer?) -> PluginHandle? {
         guard let pointer else { return nil }
         return Unmanaged<PluginHandle>.fromOpaque(UnsafeRawPointer(pointer)).takeUnretainedValue()
     }
 
     /// Keeps the handle alive for the rest of the process (see the type's note).
-    func retainForever() -> PluginHandle {
+    package func retainForever() -> PluginHandle {
         _ = Unmanaged.passRetained(self)
         return self
     }
 
-    var registrations: [Registration] { state.withLock { $0.registrations } }
+    package var registrations: [Registration] { state.withLock { $0.registrations } }
     /// Routes refused because another plug-in owns one of the same shape.
-    var refused: [RefusedRoute] { state.withLock { $0.refused } }
+    package var refused: [RefusedRoute] { state.withLock { $0.refused } }
 
-    func beginRegistration() { state.withLock { $0.registering = true } }
-    func endRegistration() { state.withLock { $0.registering = false } }
+    package func beginRegistration() { state.withLock { $0.registering = true } }
+    package func endRegistration() { state.withLock { $0.registering = false } }
 
     /// Adds a route with a C handler on behalf of the plug-in; returns an
     /// `XCALLBACK_*` status.
-    func register(_ makePattern: () throws(RoutePatternError) -> RoutePattern,
+    package func register(_ makePattern: () throws(RoutePatternError) -> RoutePattern,
                   handler: xcallback_handler?, userData: UnsafeMutableRawPointer?) -> Int32 {
         guard let handler else { return Int32(XCALLBACK_ERR_INVALID_ARGUMENT) }
         return register(makePattern, .native(NativeHandler(function: handler, userData: userData)))
     }
 
     /// Adds a route on behalf of the plug-in; returns an `XCALLBACK_*` status.
-    func register(_ makePattern: () throws(RoutePatternError) -> RoutePattern, _ handler: RouteHandler) -> Int32 {
+    package func register(_ makePattern: () throws(RoutePatternError) -> RoutePattern, _ handler: RouteHandler) -> Int32 {
         let pattern: RoutePattern
         do {
             pattern = try makePattern()

@@ -1,3 +1,4 @@
+import XCallbackBridge
 import XCallbackURL
 
 #if canImport(Glibc)
@@ -12,7 +13,7 @@ import Musl
 /// the payload; strings are a 4-byte length and UTF-8 bytes. Requests are
 /// pipelined: the host sends as many as it has without waiting, and the
 /// worker answers in completion order, each answer naming its request id.
-enum WorkerFrame: Equatable, Sendable {
+package enum WorkerFrame: Equatable, Sendable {
     /// Host → worker, first frame: the protocol version the host speaks.
     /// `taken`: routes other plug-ins own (pattern, owner), so the worker's
     /// registration refuses a conflicting one as an in-process load would.
@@ -34,25 +35,33 @@ enum WorkerFrame: Equatable, Sendable {
     case shutdown
 
     /// 3: a request frame carries the request's attempt after its id.
-    static let protocolVersion: UInt32 = 3
+    package static let protocolVersion: UInt32 = 3
     /// Frames larger than this are a protocol error, not an allocation.
-    static let maxPayload = 16 * 1024 * 1024
+    package static let maxPayload = 16 * 1024 * 1024
 
-    struct WireInfo: Equatable, Sendable {
-        var name: String
-        var version: String
-        var summary: String
-        var abiMajor: UInt16
-        var abiMinor: UInt16
+    package struct WireInfo: Equatable, Sendable {
+        package var name: String
+        package var version: String
+        package var summary: String
+        package var abiMajor: UInt16
+        package var abiMinor: UInt16
+
+        package init(name: String, version: String, summary: String, abiMajor: UInt16, abiMinor: UInt16) {
+            self.name = name
+            self.version = version
+            self.summary = summary
+            self.abiMajor = abiMajor
+            self.abiMinor = abiMinor
+        }
     }
 
-    enum Kind: UInt8 {
+    package enum Kind: UInt8 {
         case hello = 1, ready, loadFailed, request, result, returned, shutdown
     }
 
     // MARK: encoding
 
-    func encode(into output: inout [UInt8]) {
+    package func encode(into output: inout [UInt8]) {
         Self.appendFrame(kind, into: &output) { writer in
             switch self {
             case .hello(let version, let taken):
@@ -116,7 +125,7 @@ enum WorkerFrame: Equatable, Sendable {
 
     /// Appends one frame: its payload's length, `kind`, and the payload
     /// `fill` writes.
-    static func appendFrame(_ kind: Kind, into output: inout [UInt8], _ fill: (inout WireWriter) -> Void) {
+    package static func appendFrame(_ kind: Kind, into output: inout [UInt8], _ fill: (inout WireWriter) -> Void) {
         let start = output.count
         var writer = WireWriter(output: [])
         swap(&writer.output, &output)
@@ -129,14 +138,14 @@ enum WorkerFrame: Equatable, Sendable {
         }
     }
 
-    static let requestKind = Kind.request.rawValue
-    static let resultKind = Kind.result.rawValue
-    static let returnedKind = Kind.returned.rawValue
+    package static let requestKind = Kind.request.rawValue
+    package static let resultKind = Kind.result.rawValue
+    package static let returnedKind = Kind.returned.rawValue
 
     // MARK: decoding
 
     /// Decodes one frame's kind and payload; nil when malformed.
-    static func decode(kind rawKind: UInt8, payload: UnsafeRawBufferPointer) -> WorkerFrame? {
+    package static func decode(kind rawKind: UInt8, payload: UnsafeRawBufferPointer) -> WorkerFrame? {
         guard let kind = Kind(rawValue: rawKind) else { return nil }
         var reader = WireReader(bytes: payload)
         let frame: WorkerFrame?
@@ -186,32 +195,32 @@ enum WorkerFrame: Equatable, Sendable {
 }
 
 /// Appends little-endian integers and length-prefixed strings.
-struct WireWriter {
-    var output: [UInt8]
+package struct WireWriter {
+    package var output: [UInt8]
 
-    mutating func u8(_ value: UInt8) { output.append(value) }
-    mutating func u16(_ value: UInt16) {
+    package mutating func u8(_ value: UInt8) { output.append(value) }
+    package mutating func u16(_ value: UInt16) {
         output.append(UInt8(truncatingIfNeeded: value))
         output.append(UInt8(truncatingIfNeeded: value >> 8))
     }
-    mutating func u32(_ value: UInt32) {
+    package mutating func u32(_ value: UInt32) {
         withUnsafeBytes(of: value.littleEndian) { output.append(contentsOf: $0) }
     }
-    mutating func u64(_ value: UInt64) {
+    package mutating func u64(_ value: UInt64) {
         withUnsafeBytes(of: value.littleEndian) { output.append(contentsOf: $0) }
     }
-    mutating func string(_ text: String) {
+    package mutating func string(_ text: String) {
         u32(UInt32(text.utf8.count))
         output.append(contentsOf: text.utf8)
     }
     /// As `string`, for `count` bytes at `text`.
-    mutating func bytes(_ text: UnsafePointer<CChar>, count: Int) {
+    package mutating func bytes(_ text: UnsafePointer<CChar>, count: Int) {
         u32(UInt32(count))
         text.withMemoryRebound(to: UInt8.self, capacity: count) {
             output.append(contentsOf: UnsafeBufferPointer(start: $0, count: count))
         }
     }
-    mutating func pairs(_ items: [QueryParameter]) {
+    package mutating func pairs(_ items: [QueryParameter]) {
         u32(UInt32(items.count))
         for item in items {
             string(item.name)
@@ -221,25 +230,25 @@ struct WireWriter {
 }
 
 /// Reads what WireWriter wrote; every read is bounds-checked.
-struct WireReader {
-    let bytes: UnsafeRawBufferPointer
-    var offset = 0
+package struct WireReader {
+    package let bytes: UnsafeRawBufferPointer
+    package var offset = 0
 
-    var isAtEnd: Bool { offset == bytes.count }
+    package var isAtEnd: Bool { offset == bytes.count }
 
-    mutating func u8() -> UInt8? {
+    package mutating func u8() -> UInt8? {
         guard offset < bytes.count else { return nil }
         defer { offset += 1 }
         return bytes[offset]
     }
-    mutating func u16() -> UInt16? { integer(2).map { UInt16(truncatingIfNeeded: $0) } }
+    package mutating func u16() -> UInt16? { integer(2).map { UInt16(truncatingIfNeeded: $0) } }
 
-    mutating func u32() -> UInt32? {
+    package mutating func u32() -> UInt32? {
         guard bytes.count - offset >= 4 else { return nil }
         defer { offset += 4 }
         return UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
     }
-    mutating func u64() -> UInt64? {
+    package mutating func u64() -> UInt64? {
         guard bytes.count - offset >= 8 else { return nil }
         defer { offset += 8 }
         return UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
@@ -254,19 +263,19 @@ struct WireReader {
     }
 
     /// A string's place in the payload, without reading it.
-    mutating func span() -> (start: Int, count: Int)? {
+    package mutating func span() -> (start: Int, count: Int)? {
         guard let length = u32().map(Int.init), bytes.count - offset >= length else { return nil }
         defer { offset += length }
         return (offset, length)
     }
 
-    mutating func string() -> String? {
+    package mutating func string() -> String? {
         guard let length = u32().map(Int.init), bytes.count - offset >= length else { return nil }
         defer { offset += length }
         return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + length]), as: UTF8.self)
     }
 
-    mutating func pairs() -> [QueryParameter]? {
+    package mutating func pairs() -> [QueryParameter]? {
         guard let count = u32(), Int(count) <= (bytes.count - offset) / 8 else { return nil }
         var items: [QueryParameter] = []
         items.reserveCapacity(Int(count))
