@@ -17,16 +17,16 @@ import Musl
 ///
 /// (missing bytes are zeros). The stream reaches `FrameReader.next` through a pipe in
 /// chunks of 1...bound bytes (0: all at once), with an interceptor that takes the
-/// answers `peekAnswer` and `peekReturned` read, as a lane does (interception % 3: none,
+/// answers `ResultFrame.answerInPlace` and `WorkerFrame.returnedID` read, as a lane does (interception % 3: none,
 /// consumed, handed over), and `FrameReader.frames(in:)` on prefixes; the page is three header words (24 bytes), zeros to the header's end, then
 /// the outbox (under 24 bytes: the page as it is, a short one).
 ///
 /// 1. Round trip. Every decoded frame `f` re-encodes to bytes that decode to `f` again
-///    (`decode(encode(f)) == f`, byte for byte). The format has slack in three places,
+///    (`decode(encode(f)) == f`, byte for byte). The format has slack in two places,
 ///    so `encode(f)` equals the frame's own bytes exactly when none is used: a string
-///    that is not UTF-8 decodes repaired (U+FFFD), a request's source flag is any
-///    non-zero byte (and with flag 0 its source string is read and dropped), and a
-///    declined result's parameters are read and dropped. Whether a frame uses the slack
+///    that is not UTF-8 decodes repaired (U+FFFD), and a request's source flag is any
+///    non-zero byte (with flag 0 its source string is read and dropped). A declined
+///    result carries no parameters, or is malformed. Whether a frame uses the slack
 ///    is judged by a reference reading of the grammar written here, which must also
 ///    accept exactly the payloads `decode` accepts.
 /// 2. Decoding stops at the first malformed frame (an unknown kind, a payload that
@@ -41,11 +41,11 @@ import Musl
 ///    `frames(in:)` of the outbox's first min(pending, outbox size) bytes (pending is a
 ///    UInt64: past Int.max too).
 /// 4. The lanes' in-place readers agree with the decoder on every whole frame's
-///    payload: `peekAnswer` gives an answer only when `decode` gives that `.result`
+///    payload: `ResultFrame.answerInPlace` gives an answer only when `decode` gives that `.result`
 ///    (id, kind, parameters byte for byte), and does give one for every success, or
-///    cancel without parameters, whose text is UTF-8; `peekReturned` gives exactly the
-///    id of a decoded `.returned`; `peekHandler` the handler of a decoded `.request`;
-///    `fillRequest` fills exactly when `decode` gives a `.request`, with its bytes.
+///    cancel without parameters, whose text is UTF-8; `WorkerFrame.returnedID` gives exactly the
+///    id of a decoded `.returned`; `RequestFrame.handler(of:)` the handler of a decoded `.request`;
+///    `RequestFrame.read` into a `NativeRequestFiller` fills exactly when `decode` gives a `.request`, with its bytes.
 /// 5. Nothing is allocated past O(input): a frame decodes to at most one string per 4
 ///    payload bytes, a stream to at most one frame per 5 bytes (and libFuzzer's malloc
 ///    limit traps a reservation for a count of 4 billion).
@@ -121,8 +121,8 @@ enum WorkerWireProperties {
         var scratch: [ByteParameter] = []
         func takes(_ kind: UInt8, _ payload: UnsafeRawBufferPointer) -> Bool {
             switch kind {
-            case WorkerFrame.resultKind: WorkerFrame.peekAnswer(payload, into: &scratch) != nil
-            case WorkerFrame.returnedKind: WorkerFrame.peekReturned(payload) != nil
+            case WorkerFrame.resultKind: ResultFrame.answerInPlace(payload, into: &scratch) != nil
+            case WorkerFrame.returnedKind: WorkerFrame.returnedID(payload) != nil
             default: false
             }
         }
@@ -268,38 +268,39 @@ enum WorkerWireProperties {
     private static func checkPayload(_ raw: UnsafeRawBufferPointer, payload: ArraySlice<UInt8>,
                                      parameters: inout [ByteParameter], request: NativeRequest) throws(PropertyViolation) {
         let asResult = WorkerFrame.decode(kind: WorkerFrame.resultKind, payload: raw)
-        let answer = WorkerFrame.peekAnswer(raw, into: &parameters)
+        let answer = ResultFrame.answerInPlace(raw, into: &parameters)
         if let answer {
             guard case .result(let id, .outcome(let outcome)) = asResult else {
-                throw PropertyViolation(property: "peekAnswer answers only a result", detail: "\(String(describing: asResult))")
+                throw PropertyViolation(property: "answerInPlace answers only a result", detail: "\(String(describing: asResult))")
             }
             try require(id == answer.id && outcome.kind == answer.kind && outcome.parameters.count == parameters.count,
-                        "peekAnswer agrees with decode", "\(answer) vs \(id) \(outcome)")
+                        "answerInPlace agrees with decode", "\(answer) vs \(id) \(outcome)")
             for (decoded, peeked) in zip(outcome.parameters, parameters) {
                 try require(decoded.name.utf8.elementsEqual(raw[peeked.nameStart..<peeked.nameStart + peeked.nameCount])
                             && decoded.value.utf8.elementsEqual(raw[peeked.valueStart..<peeked.valueStart + peeked.valueCount]),
-                            "peekAnswer's parameters are decode's", "\(decoded)")
+                            "answerInPlace's parameters are decode's", "\(decoded)")
             }
         } else if case .result(_, .outcome(let outcome)) = asResult,
                   outcome.kind == .success || (outcome.kind == .cancel && outcome.parameters.isEmpty),
                   reference(kind: WorkerFrame.resultKind, payload: payload)?.isCanonical(payload) == true {
-            throw PropertyViolation(property: "peekAnswer answers every UTF-8 success or bare cancel",
+            throw PropertyViolation(property: "answerInPlace answers every UTF-8 success or bare cancel",
                                     detail: "\(String(describing: asResult))")
         }
 
-        let returned = WorkerFrame.peekReturned(raw)
+        let returned = WorkerFrame.returnedID(raw)
         let asReturned = WorkerFrame.decode(kind: WorkerFrame.returnedKind, payload: raw)
-        try require(returned.map { WorkerFrame.returned(id: $0) } == asReturned, "peekReturned agrees with decode",
+        try require(returned.map { WorkerFrame.returned(id: $0) } == asReturned, "returnedID agrees with decode",
                     "\(String(describing: returned)) vs \(String(describing: asReturned))")
 
         let asRequest = WorkerFrame.decode(kind: WorkerFrame.requestKind, payload: raw)
-        let filled = WorkerFrame.fillRequest(raw, into: request, route: "r")
+        var filler = NativeRequestFiller(request, route: "r")
+        let filled = RequestFrame.read(raw, into: &filler)
         guard case .request(let id, let handler, let fields) = asRequest else {
-            try require(filled == nil, "fillRequest fills only a request", "\(String(describing: filled))")
+            try require(filled == nil, "the filler fills only a request", "\(String(describing: filled))")
             return
         }
-        try require(WorkerFrame.peekHandler(raw) == handler, "peekHandler is the request's handler")
-        try require(filled.map { $0.id == id && $0.handler == handler } ?? false, "fillRequest agrees with decode",
+        try require(RequestFrame.handler(of: raw) == handler, "handler(of:) is the request's handler")
+        try require(filled.map { $0.id == id && $0.handler == handler } ?? false, "the filler agrees with decode",
                     "\(String(describing: filled)) vs \(id), \(handler)")
         guard let shape = reference(kind: WorkerFrame.requestKind, payload: payload) else {
             throw PropertyViolation(property: "the reference accepts what decode accepts", detail: "request")
@@ -307,7 +308,7 @@ enum WorkerWireProperties {
         try checkFilled(request, shape: shape, fields: fields, payload: payload)
     }
 
-    /// The request `fillRequest` made holds the payload's own bytes (up to a NUL where
+    /// The request `RequestFrame.read` into a `NativeRequestFiller` made holds the payload's own bytes (up to a NUL where
     /// the C side reads a C string).
     private static func checkFilled(_ request: NativeRequest, shape: Shape, fields: RequestFields,
                                     payload: ArraySlice<UInt8>) throws(PropertyViolation) {
@@ -316,25 +317,25 @@ enum WorkerWireProperties {
         }
         func expected(_ range: Range<Int>) -> [UInt8] { Array(payload[range].prefix { $0 != 0 }) }
         let strings = shape.strings  // url, scheme, source, then pairs
-        try require(cString(request.url) == expected(strings[0]), "fillRequest's url is the payload's")
-        try require(cString(request.scheme) == expected(strings[1]), "fillRequest's scheme is the payload's")
+        try require(cString(request.url) == expected(strings[0]), "the filler's url is the payload's")
+        try require(cString(request.scheme) == expected(strings[1]), "the filler's scheme is the payload's")
         try require(cString(request.source) == (shape.sourceFlag == 0 ? nil : expected(strings[2])),
-                    "fillRequest's source is the payload's")
+                    "the filler's source is the payload's")
         try require(request.parameterCount == fields.parameters.count && request.argumentCount == fields.arguments.count,
-                    "fillRequest's counts are decode's")
+                    "the filler's counts are decode's")
         for index in 0..<request.parameterCount {
             let name = strings[3 + 2 * index], value = strings[4 + 2 * index]
             let filled = request.parameterValue(at: index).map { Array(UnsafeRawBufferPointer(start: $0.0, count: $0.1)) }
             try require(cString(request.parameterName(at: index)) == expected(name) && filled == Array(payload[value]),
-                        "fillRequest's parameter is the payload's", "parameter \(index)")
+                        "the filler's parameter is the payload's", "parameter \(index)")
         }
         let first = 3 + 2 * request.parameterCount
         for index in 0..<request.argumentCount {
             try require(cString(request.argumentName(at: index)) == expected(strings[first + 2 * index])
                         && cString(request.argumentValue(at: index)) == expected(strings[first + 2 * index + 1]),
-                        "fillRequest's argument is the payload's", "argument \(index)")
+                        "the filler's argument is the payload's", "argument \(index)")
         }
-        try require(request.id == fields.id && request.attempt == fields.attempt, "fillRequest's id and attempt are decode's")
+        try require(request.id == fields.id && request.attempt == fields.attempt, "the filler's id and attempt are decode's")
     }
 
     // MARK: the reference
@@ -371,17 +372,14 @@ enum WorkerWireProperties {
         /// Every string's bytes, in order.
         var strings: [Range<Int>] = []
         var sourceFlag: UInt8 = 1
-        var resultCode: UInt8 = 0
-        var resultPairs = 0
 
         /// Whether `encode` writes these very bytes back: UTF-8 strings, a source flag of
-        /// 0 (empty source) or 1, no parameters on a declined result.
+        /// 0 (empty source) or 1.
         func isCanonical(_ payload: ArraySlice<UInt8>) -> Bool {
             for range in strings where !String(decoding: payload[range], as: UTF8.self).utf8.elementsEqual(payload[range]) {
                 return false
             }
             if kind == WorkerFrame.requestKind && !(sourceFlag == 1 || (sourceFlag == 0 && strings[2].isEmpty)) { return false }
-            if kind == WorkerFrame.resultKind && resultCode == 3 && resultPairs != 0 { return false }
             return true
         }
     }
@@ -411,7 +409,7 @@ enum WorkerWireProperties {
             guard fixed(4) != nil, pairs() != nil else { return nil }
         case 2:  // ready
             guard fixed(4) != nil, string(), string(), string(), fixed(2) != nil, fixed(2) != nil,
-                  let count = fixed(4), count <= 1_000_000 else { return nil }
+                  let count = fixed(4) else { return nil }
             for _ in 0..<count { guard string() else { return nil } }
         case 3:  // loadFailed
             guard string() else { return nil }
@@ -420,9 +418,8 @@ enum WorkerWireProperties {
                   pairs() != nil, pairs() != nil, fixed(8) != nil, fixed(4) != nil else { return nil }
             shape.sourceFlag = UInt8(flag)
         case 5:  // result
-            guard fixed(8) != nil, let code = fixed(1), code <= 3, let count = pairs() else { return nil }
-            shape.resultCode = UInt8(code)
-            shape.resultPairs = count
+            guard fixed(8) != nil, let code = fixed(1), code <= 3, let count = pairs(), code != 3 || count == 0
+            else { return nil }
         case 6:  // returned
             guard fixed(8) != nil else { return nil }
         case 7:  // shutdown

@@ -31,11 +31,12 @@ final class WorkerLane: @unchecked Sendable {
     /// stalled in a handler finds the lane busy.
     func claim(_ payload: UnsafeRawBufferPointer) -> Bool {
         let registrations = endpoint.plugin.registrations
-        guard let handler = WorkerFrame.peekHandler(payload).map(Int.init), handler >= 0, handler < registrations.count,
+        guard let handler = RequestFrame.handler(of: payload).map(Int.init), handler >= 0, handler < registrations.count,
               case .native = registrations[handler].handler,
               busy.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged
         else { return false }
-        guard let (id, _) = WorkerFrame.fillRequest(payload, into: native, route: registrations[handler].pattern.text) else {
+        var filler = NativeRequestFiller(native, route: registrations[handler].pattern.text)
+        guard let (id, _) = RequestFrame.read(payload, into: &filler) else {
             busy.store(false, ordering: .releasing)
             return false
         }
@@ -81,7 +82,7 @@ final class WorkerLane: @unchecked Sendable {
         switch end {
         case .completedInPlace:
             let capture = self.capture
-            output.append { WorkerFrame.encodeResult(id: id, capture: capture, into: &$0) }
+            output.append { ResultFrame.write(id: id, capture: capture, into: &$0) }
         case .completed(let result):
             send(.result(id: id, result: result))
         case .promoted, .promotedEarlier:

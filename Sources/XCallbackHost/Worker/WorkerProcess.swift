@@ -534,7 +534,7 @@ extension WorkerProcess {
                 sent = !withdrawn
                 return
             }
-            WorkerFrame.encodeRequest(id: id, handler: UInt32(handler), request: request, urlCount: line.count, into: &bytes)
+            RequestFrame.write(id: id, handler: UInt32(handler), LaneRequestContent(request, urlCount: line.count), into: &bytes)
             sent = true
         }
         // A retiring worker may have left its stop to this request.
@@ -567,12 +567,12 @@ extension WorkerProcess {
     private func takeInPlace(kind: UInt8, payload: UnsafeRawBufferPointer) -> FrameReader.Interception {
         guard let slots = lane.load() else { return .decode }
         if kind == WorkerFrame.returnedKind {
-            guard let id = WorkerFrame.peekReturned(payload), slots.markReturned(id) else { return .decode }
+            guard let id = WorkerFrame.returnedID(payload), slots.markReturned(id) else { return .decode }
             noteAnswered(id)
             return .consumed
         }
         guard kind == WorkerFrame.resultKind,
-              let (id, answer) = WorkerFrame.peekAnswer(payload, into: &answerParameters.parameters)
+              let (id, answer) = ResultFrame.answerInPlace(payload, into: &answerParameters.parameters)
         else { return .decode }
         let parameters = answerParameters.parameters
         let written: Void? = slots.take(id) { request, _ in
