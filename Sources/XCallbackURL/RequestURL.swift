@@ -76,13 +76,6 @@ public struct RequestURL: Sendable, Equatable, Hashable {
 
     /// The callback URL the request gave for `kind`; nil when it gave none or an empty one.
     public func callbackURL(for kind: OutcomeKind) -> String? {
-        let url: String?
-        switch kind {
-        case .success: url = successURL
-        case .error: url = errorURL
-        case .cancel: url = cancelURL
-        }
-        guard let url, !url.isEmpty else { return nil }
-        return url
+        kind.callback(success: successURL, error: errorURL, cancel: cancelURL)
     }
 }

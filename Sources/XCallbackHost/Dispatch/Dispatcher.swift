@@ -188,7 +188,7 @@ final class Dispatcher: SynchronousCallOwner, Sendable {
     /// Delivers a claimed outcome: a record, or the next hop of a chain.
     func conclude(_ pending: PendingRequest, _ outcome: Outcome) {
         let callback = pending.url.callbackURL(for: outcome.kind)
-        if let callback, let scheme = Self.scheme(of: callback), registry.routes(scheme: scheme) {
+        if let callback, registry.routesScheme(of: callback) {
             follow(callback, with: outcome, after: pending)
             return
         }
@@ -233,11 +233,6 @@ final class Dispatcher: SynchronousCallOwner, Sendable {
         conclude(pending, HostError.timeout("plug-in '\(plugin)' did not complete the request within \(seconds) s"))
     }
 
-    /// The lowercased scheme of a URL, without parsing the rest of it.
-    static func scheme(of url: String) -> String? {
-        guard let colon = url.utf8.firstIndex(of: UInt8(ascii: ":")) else { return nil }
-        return String(url[..<colon]).lowercased()
-    }
 }
 
 /// Breaks the init-order cycle between the dispatcher and its timer.

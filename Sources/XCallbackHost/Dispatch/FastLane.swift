@@ -141,14 +141,7 @@ final class FastLane: @unchecked Sendable {
     /// The decoded callback URL for an outcome of `kind`, as
     /// `RequestURL.callbackURL(for:)` picks it (nil when absent or empty).
     func decodedCallback(for kind: OutcomeKind) -> UnsafeBufferPointer<UInt8>? {
-        let url: UnsafeBufferPointer<UInt8>?
-        switch kind {
-        case .success: url = callbacks.success
-        case .error: url = callbacks.error
-        case .cancel: url = callbacks.cancel
-        }
-        guard let url, url.count > 0 else { return nil }
-        return url
+        kind.callback(success: callbacks.success, error: callbacks.error, cancel: callbacks.cancel)
     }
 }
 

@@ -41,7 +41,7 @@ final class PluginRegistry: Sendable {
     private struct State {
         var table = RouteTable<RouteTarget>()
         var statuses: [PluginStatus] = []
-        var schemes: Set<String> = []
+        var schemes = RoutedSchemes([])
         /// The fast lane's view of `table`, built on first use after a change.
         var snapshot: RouteSnapshot?
     }
@@ -72,10 +72,10 @@ final class PluginRegistry: Sendable {
     var table: RouteTable<RouteTarget> { state.withLock { $0.table } }
     var statuses: [PluginStatus] { state.withLock { $0.statuses } }
 
-    /// Whether any route uses `scheme` (lowercased): callbacks to such a
-    /// scheme are dispatched inside the host instead of printed or opened.
-    func routes(scheme: String) -> Bool {
-        state.withLock { $0.schemes.contains(scheme) }
+    /// Whether a route uses the scheme of `url`: a callback there is
+    /// dispatched inside the host instead of printed or opened.
+    func routesScheme(of url: String) -> Bool {
+        state.withLock { $0.schemes.contains(schemeOf: url) }
     }
 
     /// The plug-in owning a route of the same shape as `pattern`, if any,
@@ -152,7 +152,7 @@ final class PluginRegistry: Sendable {
                 state.table.insert(route.pattern, value: RouteTarget(endpoint: endpoint, handlerIndex: route.handler))
             }
             state.statuses.append(PluginStatus(path: info.path, info: info, routes: routes.map(\.pattern), error: nil))
-            state.schemes = Set(state.table.routes.map(\.pattern.scheme))
+            state.schemes = RoutedSchemes(state.table.routes.map(\.pattern.scheme))
             tableChanged(&state)
             return old
         }
@@ -164,7 +164,7 @@ final class PluginRegistry: Sendable {
     func remove(path: String) -> (any PluginEndpoint)? {
         state.withLock { state in
             let old = Self.removeLocked(path: path, from: &state)
-            state.schemes = Set(state.table.routes.map(\.pattern.scheme))
+            state.schemes = RoutedSchemes(state.table.routes.map(\.pattern.scheme))
             tableChanged(&state)
             return old
         }

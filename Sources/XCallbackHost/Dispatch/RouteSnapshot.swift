@@ -51,18 +51,16 @@ final class RouteSnapshot: Sendable {
     let workers: [WorkerRoute?]
     /// Whether any route can take the lane.
     let hasFastRoutes: Bool
-    /// The schemes routes use, lowercased: a callback to one is the next hop
-    /// of a chain.
-    private let schemes: [[UInt8]]
+    /// The schemes routes use: a callback to one is the next hop of a chain.
+    private let schemes: RoutedSchemes
 
     init(table: RouteTable<RouteTarget>) {
         literals = table.literalIndex()
         var native: [NativeRoute?] = []
         var workers: [WorkerRoute?] = []
-        var schemes: [[UInt8]] = []
+        var schemes = RoutedSchemes([])
         for (pattern, target) in table.routes {
-            let scheme = Array(pattern.scheme.utf8)
-            if !schemes.contains(scheme) { schemes.append(scheme) }
+            schemes.insert(pattern.scheme)
             workers.append((target.endpoint as? WorkerEndpoint).map { WorkerRoute(endpoint: $0, handler: target.handlerIndex) })
             guard let endpoint = target.endpoint as? InProcessEndpoint,
                   case .native(let handler) = endpoint.plugin.registrations[target.handlerIndex].handler
@@ -81,12 +79,6 @@ final class RouteSnapshot: Sendable {
 
     /// Whether the URL in `bytes` has the scheme of one of the routes.
     func routesScheme(of bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")) else { return false }
-        return schemes.contains { scheme in
-            scheme.count == colon && scheme.indices.allSatisfy { index in
-                let byte = bytes[index]
-                return (byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte) == scheme[index]
-            }
-        }
+        schemes.contains(schemeOf: bytes)
     }
 }
