@@ -71,23 +71,21 @@ public enum PluginProbe {
             logPrinted(errors[0], by: path, to: logger)
             close(errors[0])
         }
-        let arguments: [UnsafeMutablePointer<CChar>?] = [strdup(executable), strdup(subcommand), strdup(path)]
-            + (allowInsecure ? [strdup(WorkerMain.allowInsecureFlag)] : [])
-            + (plan.map { [strdup(WorkerMain.sandboxOption), strdup($0.encoded)] } ?? [])
-            + (taken.isEmpty ? [] : [strdup(takenOption), strdup(encode(taken))]) + [nil]
-        defer { arguments.forEach { free($0) } }
-        var pid = pid_t()
+        let arguments = [subcommand, path]
+            + (allowInsecure ? [WorkerMain.allowInsecureFlag] : [])
+            + (plan.map { [WorkerMain.sandboxOption, $0.encoded] } ?? [])
+            + (taken.isEmpty ? [] : [takenOption, encode(taken)])
         let library = ChildDescriptors.Placement(descriptor: file.descriptor, number: WorkerMain.libraryDescriptor)
-        let status = ChildDescriptors.withFileActions(stdout: output[1], stderr: errors[1], placing: [library]) { actions in
-            ChildSignals.withSpawnAttributes(resetting: [SIGPIPE], newSession: true) { attributes in
-                ChildEnvironment.withEnvironment(for: plan) { posix_spawn(&pid, executable, &actions, &attributes, arguments, $0) }
-            }
-        }
+        let spawned = HostChild.spawn(executable, arguments: arguments, stdout: output[1], stderr: errors[1],
+                                      placing: [library], sandbox: plan)
         close(output[1])
         close(errors[1])
-        guard status == 0 else {
+        let pid: pid_t
+        switch spawned {
+        case .success(let child): pid = child
+        case .failure(let error):
             close(output[0])
-            return failed(path, .other("cannot start the probe: \(String(cString: strerror(status)))"))
+            return failed(path, .other("cannot start the probe: \(error)"))
         }
         var tooLong = false
         let text = readAll(output[0], deadline: MonotonicClock.now + UInt64(timeLimit) * 1_000_000_000, tooLong: &tooLong)

@@ -195,14 +195,10 @@ final class WorkerProcess: Sendable {
             // No zygote, or it could not fork (it died, or a sanitizer's
             // thread made forking unsafe): the worker is executed, and its
             // parent is the host.
-            let arguments: [UnsafeMutablePointer<CChar>?] =
-                ([executable, WorkerMain.subcommand] + workerArguments(getpid())).map { strdup($0) } + [nil]
-            defer { arguments.forEach { free($0) } }
-            // The worker must not inherit the host's blocked signal mask.
-            status = ChildDescriptors.withFileActions(stdout: streams.stdout, stderr: streams.stderr, placing: placements) { actions in
-                ChildSignals.withSpawnAttributes(resetting: [SIGPIPE], newSession: true) { attributes in
-                    ChildEnvironment.withEnvironment(for: plan) { posix_spawn(&pid, executable, &actions, &attributes, arguments, $0) }
-                }
+            switch HostChild.spawn(executable, arguments: [WorkerMain.subcommand] + workerArguments(getpid()),
+                                   stdout: streams.stdout, stderr: streams.stderr, placing: placements, sandbox: plan) {
+            case .success(let child): pid = child
+            case .failure(let error): status = error.code
             }
         }
         close(child)
@@ -210,7 +206,7 @@ final class WorkerProcess: Sendable {
         guard status == 0 else {
             if supervision[0] >= 0 { close(supervision[0]) }
             close(host)
-            throw StartError(message: "cannot start a worker (\(executable)): \(String(cString: strerror(status)))")
+            throw StartError(message: "cannot start a worker (\(executable)): \(HostChild.SpawnError(code: status))")
         }
         // Answering the worker's filter starts now: its plug-in's
         // constructors run before the handshake ends.

@@ -63,28 +63,20 @@ final class ZygoteClient: Sendable {
         }
         let (host, child) = (ends[0], ends[1])
         defer { close(child) }
-        let arguments: [UnsafeMutablePointer<CChar>?] = [
-            strdup(executable), strdup(WorkerZygote.subcommand), strdup("--parent"), strdup(String(getpid())),
-            strdup(WorkerZygote.titleRoomOption), strdup(WorkerZygote.titleRoom), nil,
-        ]
-        defer { arguments.forEach { free($0) } }
-        // The environment of a worker with the default sandbox: a fork
-        // copies the zygote's memory, its first environment included, into
-        // every worker, so nothing a worker may not see may be there.
-        var pid = pid_t()
+        let arguments = [WorkerZygote.subcommand, "--parent", String(getpid()),
+                         WorkerZygote.titleRoomOption, WorkerZygote.titleRoom]
         // What it prints is logged as a worker's is: it never holds the
         // host's stderr, which every worker forked from it would inherit.
         let streams = ChildStreams(output.open(label: "zygote", lingers: true))
         defer { streams.closeInHost() }
-        let status = ChildDescriptors.withFileActions(stdout: streams.stdout, stderr: streams.stderr,
-                                                      placing: [.init(descriptor: child, number: WorkerZygote.controlDescriptor)]) { actions in
-            ChildSignals.withSpawnAttributes(resetting: [SIGPIPE], newSession: true) { attributes in
-                ChildEnvironment.withEnvironment(passing: { SandboxEnvironment.passes($0, for: .default) }) {
-                    posix_spawn(&pid, executable, &actions, &attributes, arguments, $0)
-                }
-            }
-        }
-        guard status == 0 else {
+        // The environment of a worker with the default sandbox: a fork
+        // copies the zygote's memory, its first environment included, into
+        // every worker, so nothing a worker may not see may be there.
+        let control = ChildDescriptors.Placement(descriptor: child, number: WorkerZygote.controlDescriptor)
+        guard case .success(let pid) = HostChild.spawn(
+            executable, arguments: arguments, stdout: streams.stdout, stderr: streams.stderr, placing: [control],
+            environment: { SandboxEnvironment.passes($0, for: .default) })
+        else {
             close(host)
             return nil
         }
