@@ -192,7 +192,7 @@ public final class Host: Sendable {
     }
 
     private func prepare(_ path: String, replacing: Bool, probeFirst: Bool,
-                         launched: Result<WorkerProcess.Launch, WorkerProcess.StartError>?) -> Prepared? {
+                         launched: Result<WorkerLauncher.Launch, WorkerLauncher.StartError>?) -> Prepared? {
         switch configuration.isolation {
         case .none: return prepareInProcess(path, replacing: replacing, probeFirst: probeFirst)
         case .process: return prepareWorker(path, replacing: replacing, launched: launched)
@@ -204,18 +204,18 @@ public final class Host: Sendable {
     /// side instead of one after another. Each is told the routes owned
     /// before this batch; `prepareWorker` starts one again if a plug-in of
     /// the same batch took a route from under it.
-    private func launchWorkers(for paths: [String]) -> [String: Result<WorkerProcess.Launch, WorkerProcess.StartError>] {
+    private func launchWorkers(for paths: [String]) -> [String: Result<WorkerLauncher.Launch, WorkerLauncher.StartError>] {
         guard configuration.isolation == .process, paths.count > 1 else { return [:] }
         let (executable, security, sandboxing) = (configuration.workerExecutable, security, sandboxing)
         let jobs = paths.map { (path: $0, taken: registry.takenRoutes(excluding: $0)) }
-        let launched = spawner.run { [spawner] () -> [Result<WorkerProcess.Launch, WorkerProcess.StartError>] in
+        let launched = spawner.run { [spawner] () -> [Result<WorkerLauncher.Launch, WorkerLauncher.StartError>] in
             // The zygote forks the batch while each worker is prepared.
             let zygote = spawner.zygote(for: executable)
             zygote?.prefork(count: jobs.count)
             defer { zygote?.dropPreforked() }
             return jobs.map { job in
-                Result { () throws(WorkerProcess.StartError) in
-                    try WorkerProcess.launch(executable: executable, pluginPath: job.path, security: security,
+                Result { () throws(WorkerLauncher.StartError) in
+                    try WorkerLauncher.launch(executable: executable, pluginPath: job.path, security: security,
                                              sandboxing: sandboxing, taken: job.taken, zygote: spawner.zygote(for: executable),
                                              output: spawner.output)
                 }
@@ -259,21 +259,21 @@ public final class Host: Sendable {
     /// keeps them), as in-process registration would refuse them. A broken
     /// replacement leaves the running version in place.
     private func prepareWorker(_ path: String, replacing: Bool,
-                               launched: Result<WorkerProcess.Launch, WorkerProcess.StartError>? = nil) -> Prepared? {
+                               launched: Result<WorkerLauncher.Launch, WorkerLauncher.StartError>? = nil) -> Prepared? {
         let (executable, security, sandboxing) = (configuration.workerExecutable, security, sandboxing)
-        let startNow = { [registry, spawner] () -> Result<WorkerProcess, WorkerProcess.StartError> in
+        let startNow = { [registry, spawner] () -> Result<WorkerProcess, WorkerLauncher.StartError> in
             let taken = registry.takenRoutes(excluding: path)
-            return spawner.run { () -> Result<WorkerProcess, WorkerProcess.StartError> in
-                Result { () throws(WorkerProcess.StartError) in
-                    try WorkerProcess.start(executable: executable, pluginPath: path, security: security,
+            return spawner.run { () -> Result<WorkerProcess, WorkerLauncher.StartError> in
+                Result { () throws(WorkerLauncher.StartError) in
+                    try WorkerLauncher.start(executable: executable, pluginPath: path, security: security,
                                             sandboxing: sandboxing, taken: taken, zygote: spawner.zygote(for: executable),
                                              output: spawner.output)
                 }
             }
         }
-        var started: Result<WorkerProcess, WorkerProcess.StartError>
+        var started: Result<WorkerProcess, WorkerLauncher.StartError>
         if let launched {
-            started = launched.flatMap { launch in Result { () throws(WorkerProcess.StartError) in try launch.ready() } }
+            started = launched.flatMap { launch in Result { () throws(WorkerLauncher.StartError) in try launch.ready() } }
             // Launched before this batch's earlier plug-ins had their routes: if
             // one of them now owns a route this one registered, this one would
             // have been refused it, so it starts again, told.

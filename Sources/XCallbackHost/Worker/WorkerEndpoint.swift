@@ -308,7 +308,7 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
             guard needed else { return }
             let worker: WorkerProcess
             do {
-                worker = try WorkerProcess.start(executable: executable, pluginPath: path, security: security,
+                worker = try WorkerLauncher.start(executable: executable, pluginPath: path, security: security,
                                                     sandboxing: sandboxing, taken: takenRoutes(),
                                                     zygote: spawner.zygote(for: executable), output: spawner.output)
             } catch {
