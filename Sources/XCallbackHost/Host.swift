@@ -1,11 +1,11 @@
 import CHostSupport
 import Logging
+import Synchronization
 import XCallbackBridge
 import XCallbackRouting
-import Synchronization
+import XCallbackSandbox
 import XCallbackSystem
 import XCallbackURL
-import XCallbackSandbox
 
 #if canImport(Glibc)
 import Glibc

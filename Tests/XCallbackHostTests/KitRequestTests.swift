@@ -1,8 +1,8 @@
 import CXCallback
 import Testing
+@testable import XCallbackBridge
 @testable import XCallbackHost
 @testable import XCallbackPluginKit
-@testable import XCallbackBridge
 import XCallbackURL
 
 /// The Swift kit's `Request` reads the host's request in place while its

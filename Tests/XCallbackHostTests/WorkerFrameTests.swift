@@ -1,6 +1,6 @@
 import Testing
-@testable import XCallbackHost
 @testable import XCallbackBridge
+@testable import XCallbackHost
 import XCallbackURL
 @testable import XCallbackWire
 

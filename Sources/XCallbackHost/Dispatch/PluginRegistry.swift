@@ -1,8 +1,8 @@
 import Synchronization
 import XCallbackBridge
+import XCallbackRouting
 import XCallbackSystem
 import XCallbackURL
-import XCallbackRouting
 
 /// What the host knows about one plug-in file: loaded with its routes, or
 /// refused and why. `xcallback plugins` prints these.

@@ -1,8 +1,8 @@
 import CHostSupport
 import Logging
 import XCallbackBridge
-import XCallbackSandbox
 import XCallbackRouting
+import XCallbackSandbox
 import XCallbackSystem
 import XCallbackURL
 

@@ -1,6 +1,6 @@
+import Synchronization
 import XCallbackSystem
 import XCallbackURL
-import Synchronization
 
 /// Where the records of one input stream go: stdout, or one socket
 /// connection. Thread-safe; records arrive from any thread.

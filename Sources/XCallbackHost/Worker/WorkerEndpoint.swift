@@ -1,8 +1,8 @@
+import Logging
 import XCallbackBridge
+import XCallbackSandbox
 import XCallbackSystem
 import XCallbackURL
-import Logging
-import XCallbackSandbox
 
 #if canImport(Glibc)
 import Glibc

@@ -1,8 +1,8 @@
 import CHostSupport
 import Logging
+import Synchronization
 import XCallbackBridge
 import XCallbackSandbox
-import Synchronization
 import XCallbackSystem
 import XCallbackURL
 import XCallbackWire

@@ -1,10 +1,10 @@
-import XCallbackBridge
-import XCallbackSystem
-import XCallbackURL
 import CHostSupport
 import Logging
-import XCallbackSandbox
 import Synchronization
+import XCallbackBridge
+import XCallbackSandbox
+import XCallbackSystem
+import XCallbackURL
 import XCallbackWire
 
 #if canImport(Glibc)
