@@ -1,7 +1,8 @@
 // swift-tools-version: 6.0
 import PackageDescription
 
-// Layering, bottom up (a request travels the same way):
+// Layering, bottom up (a request travels the same way). Each module imports
+// only modules above it in this list, and the compiler holds it to that:
 //   XCallbackURL      parse a line, percent-coding, typed values, outcome encoding (stdlib only: hot path)
 //   XCallbackRouting  route patterns and the route table (stdlib only: hot path)
 //   CXCallback        xcallback.h, the one public C header: the plug-in ABI
@@ -10,11 +11,12 @@ import PackageDescription
 //                     the kernel sandbox a worker enters before it loads one
 //   XCallbackSystem   threads, locks, what a child process is given, its output
 //                     relayed to the log, and the diagnostics stream
-//   XCallbackBridge   the C ABI bridge: a plug-in file checked and loaded, the
-//                     host API table, requests and replies in C's shapes, libffi
+//   XCallbackBridge   the C ABI bridge: plug-in files found, checked and loaded,
+//                     the host API table, requests and replies in C's shapes, libffi
 //   XCallbackWire     the frames and the shared page between host and worker,
 //                     each with its encoder and its one checked decoder
-//   XCallbackHost     discovery, dispatch, workers, inputs and outputs
+//   XCallbackHost     the dispatcher and what it drives: plug-ins' lifecycle,
+//                     inputs, deadlines, workers seen from the host, outputs
 //   XCallbackQueue    the durable queue on PostgreSQL many hosts share: it claims
 //                     requests, feeds them to a Host, and records their outcomes
 //   XCallbackCLI      the command line: every command but the queue's, compiled

@@ -105,7 +105,7 @@ int xcallback_set_command_line(char **argv, int argc, const char *const *argumen
 int xcallback_thread_count(void);
 
 /* glibc's allocator, tuned for threads that free what others allocated:
- * see Support/Allocator.swift. */
+ * see XCallbackSystem/Allocator.swift. */
 void xcallback_keep_freed_memory(void);
 
 /* --- The signal thread (xcallback/SignalWaiter.swift) -------------------- */
@@ -120,7 +120,7 @@ int xcallback_signal_descriptor(const sigset_t *signals);
  * waiting for it (EINTR is retried). Returns its number, or -1. */
 int xcallback_read_signal(int descriptor);
 
-/* --- A crashing host (Diagnostics/CrashReport.swift) ---------------------- */
+/* --- A crashing host (XCallbackSystem/CrashReport.swift) ---------------------- */
 
 /* The in-process plug-in whose code this thread runs: its name as a
  * NUL-terminated string that lives as long as the process, or NULL. Read
