@@ -60,52 +60,30 @@ package final class NativeRequest: @unchecked Sendable {
     }
 
     /// Refills this request from `fields`, keeping its storage when it is
-    /// big enough (a worker's lane refills one request for every frame).
+    /// big enough, part by part as a request frame fills it (`beginFill`).
     package func refill(_ fields: RequestFields, route: String) {
-        self.fields = fields
-        self.id = fields.id
-        self.attempt = fields.attempt
-        self.routeText = route
-        var size = fields.url.utf8.count + fields.scheme.utf8.count + route.utf8.count + 3
-        size += (fields.source?.utf8.count ?? 0) + 1
+        var size = fields.url.utf8.count + fields.scheme.utf8.count + 2 + (fields.source?.utf8.count ?? 0) + 1
         for item in fields.parameters { size += item.name.utf8.count + item.value.utf8.count + 2 }
         for item in fields.arguments { size += item.name.utf8.count + item.value.utf8.count + 2 }
-        if size > capacity {
-            storage.deallocate()
-            capacity = max(size, capacity * 2)
-            storage = UnsafeMutablePointer<CChar>.allocate(capacity: capacity)
-        }
-        var cursor = 0
-        cursor = Self.copy(fields.url, to: storage, at: cursor)
-        schemeOffset = cursor
-        cursor = Self.copy(fields.scheme, to: storage, at: cursor)
-        routeOffset = cursor
-        cursor = Self.copy(route, to: storage, at: cursor)
-        sourceOffset = nil
-        if let source = fields.source {
-            sourceOffset = cursor
-            cursor = Self.copy(source, to: storage, at: cursor)
-        }
-        parameterOffsets.removeAll(keepingCapacity: true)
+        beginFill(byteCount: size, route: route)
+        Self.withBytes(fields.url) { addURL($0) }
+        Self.withBytes(fields.scheme) { addScheme($0) }
+        if let source = fields.source { Self.withBytes(source) { addSource($0) } }
         parameterOffsets.reserveCapacity(fields.parameters.count)
         for item in fields.parameters {
-            let name = cursor
-            cursor = Self.copy(item.name, to: storage, at: cursor)
-            let value = cursor
-            cursor = Self.copy(item.value, to: storage, at: cursor)
-            parameterOffsets.append(Parameter(name: name, value: value, valueLength: cursor - value - 1))
+            Self.withBytes(item.name) { name in Self.withBytes(item.value) { addParameter(name: name, value: $0) } }
         }
-        argumentOffsets.removeAll(keepingCapacity: true)
-        if !fields.arguments.isEmpty {
-            argumentOffsets.reserveCapacity(fields.arguments.count)
-            for item in fields.arguments {
-                let name = cursor
-                cursor = Self.copy(item.name, to: storage, at: cursor)
-                let value = cursor
-                cursor = Self.copy(item.value, to: storage, at: cursor)
-                argumentOffsets.append(Parameter(name: name, value: value, valueLength: cursor - value - 1))
-            }
+        for item in fields.arguments {
+            Self.withBytes(item.name) { name in Self.withBytes(item.value) { addArgument(name: name, value: $0) } }
         }
+        assign(id: fields.id, attempt: fields.attempt)
+        // Kept for bound functions, which take their arguments as fields.
+        self.fields = fields
+    }
+
+    private static func withBytes(_ text: String, _ body: (UnsafeRawBufferPointer) -> Void) {
+        var text = text
+        text.withUTF8 { body(UnsafeRawBufferPointer($0)) }
     }
 
     /// Refills this request from a line the fast lane parsed: the URL as
@@ -222,18 +200,6 @@ package final class NativeRequest: @unchecked Sendable {
     package func assign(id: UInt64, attempt: UInt32 = 1) {
         self.id = id
         self.attempt = attempt
-    }
-
-    /// Copies `text` and a NUL to `storage + at`; returns the offset after the NUL.
-    @inline(__always)
-    private static func copy(_ text: String, to storage: UnsafeMutablePointer<CChar>, at cursor: Int) -> Int {
-        var text = text
-        let count = text.withUTF8 { bytes -> Int in
-            if let base = bytes.baseAddress { memcpy(storage + cursor, base, bytes.count) }
-            return bytes.count
-        }
-        storage[cursor + count] = 0
-        return cursor + count + 1
     }
 
     deinit { storage.deallocate() }
