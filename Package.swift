@@ -27,6 +27,14 @@ import PackageDescription
 //                     carries no database client
 //   xcallback-queue   a main on XCallbackCLI and XCallbackQueue: the same
 //                     command line with the queue's commands
+// The host's core is split into modules, and a request crosses several of them
+// on its hot path (a lock, a native request, a frame). XCallbackSystem,
+// XCallbackBridge and XCallbackWire are no products, so their `public` is the
+// package's own; it is `public`, not `package`, because only public code is
+// inlined and specialized across modules (without library evolution, package
+// declarations never are), and full cross-module optimization lets it be.
+let crossModuleOptimized: [SwiftSetting] = [.unsafeFlags(["-cross-module-optimization"], .when(configuration: .release))]
+
 let package = Package(
     name: "xcallback",
     products: [
@@ -79,7 +87,8 @@ let package = Package(
             dependencies: [
                 "CHostSupport", "XCallbackURL", "XCallbackSandbox",
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            swiftSettings: crossModuleOptimized
         ),
         // The C ABI bridge: a plug-in file checked and loaded, its
         // descriptor read, the host API table it registers through, requests
@@ -91,14 +100,16 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 // Binding manifests (`.xcallback.toml`).
                 .product(name: "TOMLKit", package: "TOMLKit"),
-            ]
+            ],
+            swiftSettings: crossModuleOptimized
         ),
         // What crosses between the host and a worker process: the frames on
         // their socket and the page they share, each encoded and decoded in
         // one place. The host reads a worker's bytes through nothing else.
         .target(
             name: "XCallbackWire",
-            dependencies: ["CXCallback", "CHostSupport", "XCallbackURL", "XCallbackSandbox", "XCallbackSystem", "XCallbackBridge"]
+            dependencies: ["CXCallback", "CHostSupport", "XCallbackURL", "XCallbackSandbox", "XCallbackSystem", "XCallbackBridge"],
+            swiftSettings: crossModuleOptimized
         ),
         .target(
             name: "XCallbackPluginKit",

@@ -43,7 +43,7 @@ public struct ArgumentError: Error, Sendable, Equatable, CustomStringConvertible
     }
 
     /// The `ParameterError` outcome for this error.
-    package var outcome: Outcome { HostError.parameter(description) }
+    public var outcome: Outcome { HostError.parameter(description) }
 
     private static func shortened(_ value: String) -> String {
         value.count > 80 ? String(value.prefix(80)) + "…" : value
@@ -51,15 +51,15 @@ public struct ArgumentError: Error, Sendable, Equatable, CustomStringConvertible
 }
 
 /// Converting URL text to C argument values, and C return values to text.
-package enum ArgumentConversion {
+public enum ArgumentConversion {
     /// Bytes of one argument slot: every supported type fits, aligned.
-    package static let slotSize = 16
+    public static let slotSize = 16
 
     /// Writes `text` as a value of `parameter`'s type into `slot`
     /// (``slotSize`` bytes, 16-byte aligned). For `const char *`, the slot
     /// receives a `malloc`ed NUL-terminated copy, which is also returned: the
     /// caller frees it after the call.
-    package static func store(_ text: String, for parameter: CParameter,
+    public static func store(_ text: String, for parameter: CParameter,
                       into slot: UnsafeMutableRawPointer) throws(ArgumentError) -> UnsafeMutablePointer<CChar>? {
         func fail(_ problem: ArgumentError.Problem) -> ArgumentError {
             ArgumentError(parameter: parameter.name, type: parameter.type, problem: problem)
@@ -101,7 +101,7 @@ package enum ArgumentConversion {
     }
 
     /// `[+-]?[0-9]+`: a decimal integer, nothing around it.
-    package static func isIntegerSyntax(_ text: String) -> Bool {
+    public static func isIntegerSyntax(_ text: String) -> Bool {
         var digits = text.utf8[...]
         if let sign = digits.first, sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") { digits = digits.dropFirst() }
         return !digits.isEmpty && digits.allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
@@ -124,7 +124,7 @@ package enum ArgumentConversion {
     /// libffi widens integer returns narrower than `ffi_arg` to a whole
     /// `ffi_arg`: those are read as `ffi_arg` and narrowed to the declared
     /// width here.
-    package static func text(of type: CType, in buffer: UnsafeRawPointer) -> String? {
+    public static func text(of type: CType, in buffer: UnsafeRawPointer) -> String? {
         let argSize = Int(xcallback_ffi_arg_size())
         func narrowed<T: FixedWidthInteger>(_: T.Type) -> T {
             if MemoryLayout<T>.size >= argSize { return buffer.load(as: T.self) }
@@ -162,7 +162,7 @@ package enum ArgumentConversion {
     /// A float in its own shortest round-trip form (`0.1`, not the
     /// `0.10000000149011612` of its double widening), integral values
     /// without a fraction, as DecimalText writes doubles.
-    package static func format(_ value: Float) -> String {
+    public static func format(_ value: Float) -> String {
         if !value.isFinite || (value.magnitude < 1e15 && Float(Int64(value)) == value) {
             return DecimalText.format(Double(value))
         }

@@ -27,7 +27,7 @@ public final class BoundFunction: @unchecked Sendable {
 
     /// Prepares the call interface for `declaration`; `address` must be a
     /// function with exactly that C signature (the host cannot check it).
-    package init(declaration: CDeclaration, address: UnsafeRawPointer, resultName: String?) throws(FFIPreparationError) {
+    public init(declaration: CDeclaration, address: UnsafeRawPointer, resultName: String?) throws(FFIPreparationError) {
         self.declaration = declaration
         self.resultName = resultName ?? "result"
         self.address = unsafeBitCast(address, to: (@convention(c) () -> Void).self)
@@ -35,7 +35,7 @@ public final class BoundFunction: @unchecked Sendable {
     }
 
     /// Calls the function for one request.
-    package func call(_ request: RequestFields) -> Outcome {
+    public func call(_ request: RequestFields) -> Outcome {
         let parameters = declaration.parameters
         return withUnsafeTemporaryAllocation(
             byteCount: max(parameters.count, 1) * ArgumentConversion.slotSize, alignment: 16

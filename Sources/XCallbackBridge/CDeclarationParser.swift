@@ -1,10 +1,10 @@
 /// The tokenizer and recursive-descent parser behind
 /// ``CDeclaration/init(parsing:)``. Strict: anything outside the supported
 /// subset is an error at its own line and column, never a guess.
-package struct CDeclarationParser {
+public struct CDeclarationParser {
     /// One token, with the position of its first character.
-    package struct Token {
-        package enum Kind: Equatable {
+    public struct Token {
+        public enum Kind: Equatable {
             case identifier(String)
             case leftParen, rightParen, comma, star, ellipsis, semicolon
             case leftBracket, rightBracket
@@ -13,12 +13,12 @@ package struct CDeclarationParser {
             case end
         }
 
-        package var kind: Kind
-        package var line: Int
-        package var column: Int
+        public var kind: Kind
+        public var line: Int
+        public var column: Int
 
         /// How a message names the token: "'('", "'foo'", "the end of the declaration".
-        package var shown: String {
+        public var shown: String {
             switch kind {
             case .identifier(let word): return "'\(word)'"
             case .leftParen: return "'('"
@@ -38,7 +38,7 @@ package struct CDeclarationParser {
     private var tokens: [Token]
     private var index = 0
 
-    package init(_ text: String) throws(CDeclarationError) {
+    public init(_ text: String) throws(CDeclarationError) {
         tokens = try Self.tokenize(text)
     }
 
@@ -118,7 +118,7 @@ package struct CDeclarationParser {
     // MARK: grammar
 
     /// declaration := type name '(' parameters ')' ';'? end
-    package mutating func parseDeclaration() throws(CDeclarationError) -> CDeclaration {
+    public mutating func parseDeclaration() throws(CDeclarationError) -> CDeclaration {
         let returnType = try parseType()
         let nameToken = current
         guard case .identifier(let name) = nameToken.kind else {
@@ -331,7 +331,7 @@ package struct CDeclarationParser {
 
 extension CType {
     /// The fixed-width integer type of `bytes` bytes.
-    package static func integer(bytes: Int, signed: Bool) -> CType {
+    public static func integer(bytes: Int, signed: Bool) -> CType {
         switch (bytes, signed) {
         case (1, true): return .int8
         case (2, true): return .int16

@@ -18,7 +18,7 @@ public enum CType: Sendable, Hashable {
     case cString
 
     /// The libffi type descriptor (static storage in libffi).
-    package var ffiType: UnsafeMutablePointer<ffi_type> {
+    public var ffiType: UnsafeMutablePointer<ffi_type> {
         switch self {
         case .void: return xcallback_ffi_type_void()
         case .bool: return CType.boolStorage.ffiType
@@ -48,7 +48,7 @@ public enum CType: Sendable, Hashable {
     }
 
     /// Bytes one value occupies in argument storage.
-    package var size: Int {
+    public var size: Int {
         switch self {
         case .void: return 0
         case .bool: return Int(xcallback_bool_size())
@@ -61,7 +61,7 @@ public enum CType: Sendable, Hashable {
     }
 
     /// The integer range of an integer type, for messages; nil otherwise.
-    package var integerRange: (min: String, max: String)? {
+    public var integerRange: (min: String, max: String)? {
         switch self {
         case .int8: return ("\(Int8.min)", "\(Int8.max)")
         case .int16: return ("\(Int16.min)", "\(Int16.max)")
@@ -76,7 +76,7 @@ public enum CType: Sendable, Hashable {
     }
 
     /// What a valid URL value looks like, as a phrase: "an integer from -128 to 127".
-    package var valueDescription: String {
+    public var valueDescription: String {
         if let range = integerRange { return "an integer from \(range.min) to \(range.max)" }
         switch self {
         case .bool: return "true/false, 1/0 or yes/no"
@@ -101,7 +101,7 @@ public struct CTypeName: Sendable, Hashable, CustomStringConvertible {
     public var description: String { spelling }
 
     /// "an int8_t", "a uint64_t", "a const char *": for "must be …" messages.
-    package var withArticle: String {
+    public var withArticle: String {
         let first = spelling.first.map { Character($0.lowercased()) }
         let vowel = first.map { "aeiou".contains($0) } ?? false
         let soundsLikeYou = spelling.hasPrefix("uint")

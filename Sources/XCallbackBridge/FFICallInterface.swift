@@ -18,20 +18,20 @@ public struct FFIPreparationError: Error, Sendable, Equatable, CustomStringConve
 /// since plug-ins are never unloaded). A prepared `ffi_cif` is read-only, so
 /// any number of threads may call through it at once; the per-call state
 /// (argument storage, return buffer) belongs to each call.
-package final class FFICallInterface: @unchecked Sendable {
+public final class FFICallInterface: @unchecked Sendable {
     // @unchecked: `cif` and `argumentTypes` are written only in init, then
     // only read by ffi_call.
     private let cif: UnsafeMutablePointer<ffi_cif>
     private let argumentTypes: UnsafeMutablePointer<UnsafeMutablePointer<ffi_type>?>
-    package let returnType: CType
-    package let parameterTypes: [CType]
+    public let returnType: CType
+    public let parameterTypes: [CType]
 
     /// Bytes of the return buffer: at least `sizeof(ffi_arg)` (libffi writes
     /// a whole `ffi_arg` for integer returns narrower than it) and at least
     /// the largest value type.
-    package static let returnBufferSize = max(Int(xcallback_ffi_arg_size()), 16)
+    public static let returnBufferSize = max(Int(xcallback_ffi_arg_size()), 16)
 
-    package init(_ declaration: CDeclaration) throws(FFIPreparationError) {
+    public init(_ declaration: CDeclaration) throws(FFIPreparationError) {
         returnType = declaration.returnType.type
         parameterTypes = declaration.parameters.map(\.type.type)
         let count = parameterTypes.count
@@ -58,7 +58,7 @@ package final class FFICallInterface: @unchecked Sendable {
     /// Calls `function` with `arguments` (one pointer per parameter, to a
     /// value of the parameter's type) and the return value written to
     /// `returnValue` (``returnBufferSize`` bytes, 16-byte aligned).
-    package func call(_ function: @convention(c) () -> Void,
+    public func call(_ function: @convention(c) () -> Void,
               returnValue: UnsafeMutableRawPointer,
               arguments: UnsafeMutablePointer<UnsafeMutableRawPointer?>?) {
         ffi_call(cif, function, returnValue, arguments)

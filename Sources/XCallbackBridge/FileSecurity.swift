@@ -22,7 +22,7 @@ public struct FileSecurity: Sendable {
 
     /// Checks `path` (following no symlink for the verdict on the file
     /// itself: a symlink is judged by its target, which must pass too).
-    package func check(file path: String) -> Result<FileIdentity, PluginLoadError> {
+    public func check(file path: String) -> Result<FileIdentity, PluginLoadError> {
         var info = stat()
         guard stat(path, &info) == 0 else {
             return .failure(PluginLoadError(path: path, reason: .cannotOpen(String(cString: strerror(errno)))))
@@ -41,7 +41,7 @@ public struct FileSecurity: Sendable {
     /// can write to one of them can swap the file. Folders writable by
     /// others pass only with the sticky bit (`/tmp`), where no one else can
     /// replace what is ours. As sudo and PostgreSQL check what they load.
-    package func check(descriptor: Int32, path: String) -> PluginLoadError? {
+    public func check(descriptor: Int32, path: String) -> PluginLoadError? {
         var info = stat()
         guard fstat(descriptor, &info) == 0 else {
             return PluginLoadError(path: path, reason: .cannotOpen(String(cString: strerror(errno))))
@@ -72,7 +72,7 @@ public struct FileSecurity: Sendable {
     }
 
     /// The path the kernel has for an open file, symlinks resolved.
-    package static func realPath(of descriptor: Int32) -> String? {
+    public static func realPath(of descriptor: Int32) -> String? {
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
         let count = readlink("/proc/self/fd/\(descriptor)", &buffer, buffer.count - 1)
         guard count > 0 else { return nil }
@@ -81,7 +81,7 @@ public struct FileSecurity: Sendable {
     }
 
     /// Checks a plug-in directory; nil when it is fine.
-    package func check(directory path: String) -> String? {
+    public func check(directory path: String) -> String? {
         var info = stat()
         guard stat(path, &info) == 0 else { return "\(path): \(String(cString: strerror(errno)))" }
         guard (info.st_mode & S_IFMT) == S_IFDIR else { return "\(path): not a directory" }

@@ -9,12 +9,12 @@ import XCallbackURL
 /// This enum (the table and `replies`) is the host's only global state: C
 /// function pointers cannot capture context, so the table must be static and
 /// completion tokens must be resolved through a process-wide table.
-package enum HostAPI {
+public enum HostAPI {
     /// Every reply token in this process.
-    package static let replies = ReplyTable()
+    public static let replies = ReplyTable()
 
     /// Where refused completions are reported.
-    package static let logger = Logger(label: "xcallback.abi")
+    public static let logger = Logger(label: "xcallback.abi")
 
     /// The table, built once and never freed.
     nonisolated(unsafe) static let table: UnsafePointer<xcallback_host_api> = {
@@ -158,7 +158,7 @@ package enum HostAPI {
 
     /// The size of the host API table as of ABI minor `minor`: the table
     /// only grows, so it ends where the next minor's first field begins.
-    package static func size(forMinor minor: Int) -> Int {
+    public static func size(forMinor minor: Int) -> Int {
         switch minor {
         case 0: return MemoryLayout<xcallback_host_api>.offset(of: \.register_function)!
         case 1: return MemoryLayout<xcallback_host_api>.offset(of: \.request_route)!

@@ -9,7 +9,7 @@ import Musl
 
 extension PluginLoader {
     /// Largest manifest read: a manifest is a few lines; anything bigger is a mistake.
-    package static let maxManifestBytes = 1 << 20
+    public static let maxManifestBytes = 1 << 20
 
     /// Loads a binding manifest as a plug-in: parses it (every declaration
     /// included), opens its library with `dlopen(RTLD_NOW | RTLD_LOCAL)`,
@@ -17,7 +17,7 @@ extension PluginLoader {
     /// call interface, all now, at load time. Nothing in the library is
     /// called (beyond its constructors, which `dlopen` runs), and nothing
     /// but the declared functions is ever looked up.
-    package func loadManifest(
+    public func loadManifest(
         _ path: String,
         from file: PluginFile,
         conflictOwner: @escaping @Sendable (RoutePattern) -> String?
@@ -98,7 +98,7 @@ extension PluginLoader {
     /// `library` as `dlopen` should see it: a bare name (no `/`) goes to the
     /// dynamic linker's search; a relative path is taken from the
     /// manifest's directory, not from the host's working directory.
-    package static func resolve(_ library: String, besides manifest: String) -> String {
+    public static func resolve(_ library: String, besides manifest: String) -> String {
         guard library.contains("/"), !library.hasPrefix("/") else { return library }
         guard let slash = manifest.lastIndex(of: "/") else { return library }
         return String(manifest[...slash]) + library

@@ -9,7 +9,7 @@ import XCallbackURL
 /// The fast lane refills one of these for request after request (see
 /// `FastLane`): its storage and offset arrays keep their capacity, so a
 /// request that is answered before its handler returns allocates nothing.
-package final class NativeRequest: @unchecked Sendable {
+public final class NativeRequest: @unchecked Sendable {
     private struct Parameter {
         var name: Int
         var value: Int
@@ -29,18 +29,18 @@ package final class NativeRequest: @unchecked Sendable {
     @exclusivity(unchecked) private var argumentOffsets: [Parameter] = []
     /// The fields it was built from; nil for a request the fast lane filled
     /// (bound functions, which read them, never take that lane).
-    @exclusivity(unchecked) package private(set) var fields: RequestFields?
+    @exclusivity(unchecked) public private(set) var fields: RequestFields?
     /// The host's number for the request (`request_id`).
-    @exclusivity(unchecked) package private(set) var id: UInt64 = 0
+    @exclusivity(unchecked) public private(set) var id: UInt64 = 0
     /// Which attempt at running the request this is (`request_attempt`).
-    @exclusivity(unchecked) package private(set) var attempt: UInt32 = 1
+    @exclusivity(unchecked) public private(set) var attempt: UInt32 = 1
     /// The pattern of the route that matched, as registered.
-    @exclusivity(unchecked) package private(set) var routeText: String
+    @exclusivity(unchecked) public private(set) var routeText: String
     /// Where the next part goes while filling from bytes.
     @exclusivity(unchecked) private var fillCursor = 0
 
     /// An empty request for the fast lane to fill.
-    package init() {
+    public init() {
         capacity = 1024
         storage = UnsafeMutablePointer<CChar>.allocate(capacity: capacity)
         routeText = ""
@@ -48,7 +48,7 @@ package final class NativeRequest: @unchecked Sendable {
     }
 
     /// `route` is the pattern of the route that matched, as registered.
-    package convenience init(_ fields: RequestFields, route: String) {
+    public convenience init(_ fields: RequestFields, route: String) {
         self.init(capacity: 0)
         refill(fields, route: route)
     }
@@ -61,7 +61,7 @@ package final class NativeRequest: @unchecked Sendable {
 
     /// Refills this request from `fields`, keeping its storage when it is
     /// big enough, part by part as a request frame fills it (`beginFill`).
-    package func refill(_ fields: RequestFields, route: String) {
+    public func refill(_ fields: RequestFields, route: String) {
         var size = fields.url.utf8.count + fields.scheme.utf8.count + 2 + (fields.source?.utf8.count ?? 0) + 1
         for item in fields.parameters { size += item.name.utf8.count + item.value.utf8.count + 2 }
         for item in fields.arguments { size += item.name.utf8.count + item.value.utf8.count + 2 }
@@ -91,7 +91,7 @@ package final class NativeRequest: @unchecked Sendable {
     /// A route the lane takes is all literals, so there are no arguments.
     /// Returns false, leaving it unusable until the next fill, when a value
     /// does not decode (the general path then reports why).
-    package func fill(line: UnsafeBufferPointer<UInt8>, parsed: RequestLine, route: String, routeBytes: UnsafeBufferPointer<UInt8>) -> Bool {
+    public func fill(line: UnsafeBufferPointer<UInt8>, parsed: RequestLine, route: String, routeBytes: UnsafeBufferPointer<UInt8>) -> Bool {
         // Room for every part, and for the decoder's whole-word copies past
         // the end of the value it writes (at most the rest of the line).
         let needed = 4 * line.count + routeBytes.count + 64
@@ -152,7 +152,7 @@ package final class NativeRequest: @unchecked Sendable {
     /// Starts refilling this request from byte strings that total at most
     /// `byteCount` bytes (NULs aside): `add…` each part in order, then
     /// `assign(id:attempt:)`. Allocates only to grow.
-    package func beginFill(byteCount: Int, route: String) {
+    public func beginFill(byteCount: Int, route: String) {
         let needed = byteCount + route.utf8.count + 64
         if needed > capacity {
             storage.deallocate()
@@ -168,19 +168,19 @@ package final class NativeRequest: @unchecked Sendable {
     }
 
     /// The URL, then the scheme: the first two parts.
-    package func addURL(_ bytes: UnsafeRawBufferPointer) { _ = addBytes(bytes) }
-    package func addScheme(_ bytes: UnsafeRawBufferPointer) {
+    public func addURL(_ bytes: UnsafeRawBufferPointer) { _ = addBytes(bytes) }
+    public func addScheme(_ bytes: UnsafeRawBufferPointer) {
         schemeOffset = addBytes(bytes)
         var route = routeText
         routeOffset = route.withUTF8 { addBytes(UnsafeRawBufferPointer($0)) }
     }
-    package func addSource(_ bytes: UnsafeRawBufferPointer) { sourceOffset = addBytes(bytes) }
-    package func addParameter(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+    public func addSource(_ bytes: UnsafeRawBufferPointer) { sourceOffset = addBytes(bytes) }
+    public func addParameter(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
         let nameOffset = addBytes(name)
         let valueOffset = addBytes(value)
         parameterOffsets.append(Parameter(name: nameOffset, value: valueOffset, valueLength: value.count))
     }
-    package func addArgument(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+    public func addArgument(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
         let nameOffset = addBytes(name)
         let valueOffset = addBytes(value)
         argumentOffsets.append(Parameter(name: nameOffset, value: valueOffset, valueLength: value.count))
@@ -197,16 +197,16 @@ package final class NativeRequest: @unchecked Sendable {
 
     /// Sets the host's number for the request and its attempt, once the
     /// fast lane takes it (both are set on every refill, so none carries over).
-    package func assign(id: UInt64, attempt: UInt32 = 1) {
+    public func assign(id: UInt64, attempt: UInt32 = 1) {
         self.id = id
         self.attempt = attempt
     }
 
     deinit { storage.deallocate() }
 
-    package var opaque: OpaquePointer { OpaquePointer(Unmanaged.passUnretained(self).toOpaque()) }
+    public var opaque: OpaquePointer { OpaquePointer(Unmanaged.passUnretained(self).toOpaque()) }
 
-    package static func from(_ pointer: OpaquePointer?) -> NativeRequest? {
+    public static func from(_ pointer: OpaquePointer?) -> NativeRequest? {
         guard let pointer else { return nil }
         return Unmanaged<NativeRequest>.fromOpaque(UnsafeRawPointer(pointer)).takeUnretainedValue()
     }
@@ -214,44 +214,44 @@ package final class NativeRequest: @unchecked Sendable {
     /// Runs `body` on the request behind `pointer` without retaining it (the
     /// host keeps it alive until the reply is completed).
     @inline(__always)
-    package static func borrow<R>(_ pointer: OpaquePointer?, _ body: (NativeRequest) -> R?) -> R? {
+    public static func borrow<R>(_ pointer: OpaquePointer?, _ body: (NativeRequest) -> R?) -> R? {
         guard let pointer else { return nil }
         return Unmanaged<NativeRequest>.fromOpaque(UnsafeRawPointer(pointer))._withUnsafeGuaranteedRef(body)
     }
 
-    package var url: UnsafePointer<CChar> { UnsafePointer(storage) }
-    package var scheme: UnsafePointer<CChar> { UnsafePointer(storage + schemeOffset) }
-    package var source: UnsafePointer<CChar>? { sourceOffset.map { UnsafePointer(storage + $0) } }
-    package var parameterCount: Int { parameterOffsets.count }
-    package var route: UnsafePointer<CChar> { UnsafePointer(storage + routeOffset) }
-    package var argumentCount: Int { argumentOffsets.count }
+    public var url: UnsafePointer<CChar> { UnsafePointer(storage) }
+    public var scheme: UnsafePointer<CChar> { UnsafePointer(storage + schemeOffset) }
+    public var source: UnsafePointer<CChar>? { sourceOffset.map { UnsafePointer(storage + $0) } }
+    public var parameterCount: Int { parameterOffsets.count }
+    public var route: UnsafePointer<CChar> { UnsafePointer(storage + routeOffset) }
+    public var argumentCount: Int { argumentOffsets.count }
 
-    package func argumentName(at index: Int) -> UnsafePointer<CChar>? {
+    public func argumentName(at index: Int) -> UnsafePointer<CChar>? {
         guard index >= 0, index < argumentOffsets.count else { return nil }
         return UnsafePointer(storage + argumentOffsets[index].name)
     }
 
-    package func argumentValue(at index: Int) -> UnsafePointer<CChar>? {
+    public func argumentValue(at index: Int) -> UnsafePointer<CChar>? {
         guard index >= 0, index < argumentOffsets.count else { return nil }
         return UnsafePointer(storage + argumentOffsets[index].value)
     }
 
-    package func parameterName(at index: Int) -> UnsafePointer<CChar>? {
+    public func parameterName(at index: Int) -> UnsafePointer<CChar>? {
         guard index >= 0, index < parameterOffsets.count else { return nil }
         return UnsafePointer(storage + parameterOffsets[index].name)
     }
 
-    package func parameterValue(at index: Int) -> (UnsafePointer<CChar>, Int)? {
+    public func parameterValue(at index: Int) -> (UnsafePointer<CChar>, Int)? {
         guard index >= 0, index < parameterOffsets.count else { return nil }
         let entry = parameterOffsets[index]
         return (UnsafePointer(storage + entry.value), entry.valueLength)
     }
 
-    package func parameter(named name: UnsafePointer<CChar>) -> (UnsafePointer<CChar>, Int)? {
+    public func parameter(named name: UnsafePointer<CChar>) -> (UnsafePointer<CChar>, Int)? {
         find(name, in: parameterOffsets)
     }
 
-    package func argument(named name: UnsafePointer<CChar>) -> UnsafePointer<CChar>? {
+    public func argument(named name: UnsafePointer<CChar>) -> UnsafePointer<CChar>? {
         find(name, in: argumentOffsets)?.0
     }
 

@@ -9,15 +9,15 @@ import Musl
 /// and checked through that open descriptor, so what is loaded is exactly
 /// what was checked, whoever swaps the path afterwards. The host opens and
 /// checks it again for every worker it starts, restarts included.
-package struct PluginFile {
+public struct PluginFile {
     /// The path as the user named it, for messages.
-    package let path: String
-    package let descriptor: Int32
+    public let path: String
+    public let descriptor: Int32
 
     /// Opens `path` and checks the open file and the folders on its real
     /// path. A name without a slash is a file in the current folder
     /// (`xcallback check hello.so`); errors name `path` as given.
-    package static func open(_ path: String, security: FileSecurity) throws(PluginLoadError) -> PluginFile {
+    public static func open(_ path: String, security: FileSecurity) throws(PluginLoadError) -> PluginFile {
         if let early = openedBeforeSandbox.withLock({ $0.removeValue(forKey: path) }) {
             return PluginFile(path: path, descriptor: try early.get())
         }
@@ -42,13 +42,13 @@ package struct PluginFile {
     /// it before its sandbox, whose user namespace (for a host that is not
     /// root) shows files of ids it does not map, root's among them, as owned
     /// by the overflow id, so ownership can no longer be judged there.
-    package static func openBeforeSandbox(_ path: String, security: FileSecurity) {
+    public static func openBeforeSandbox(_ path: String, security: FileSecurity) {
         let verdict = Result { () throws(PluginLoadError) -> Int32 in try open(path, security: security).descriptor }
         openedBeforeSandbox.withLock { $0[path] = verdict }
     }
 
     /// A descriptor a parent already opened and checked (a worker's, a probe's).
-    package static func inherited(_ descriptor: Int32, path: String) -> PluginFile {
+    public static func inherited(_ descriptor: Int32, path: String) -> PluginFile {
         PluginFile(path: path, descriptor: descriptor)
     }
 
@@ -56,7 +56,7 @@ package struct PluginFile {
     /// glibc returns an already loaded library when the name matches, so a
     /// descriptor loaded by this name stays open for the life of the
     /// process: the name must never be reused.
-    package var loadName: String { "/proc/self/fd/\(descriptor)" }
+    public var loadName: String { "/proc/self/fd/\(descriptor)" }
 
     /// Loads the file with `dlopen`. A process that loads files again and
     /// again (a host reloading plug-ins in process) gives up the descriptor:
@@ -64,7 +64,7 @@ package struct PluginFile {
     /// and closed. Where no such name can be made, and in a process that
     /// loads once (`keepsDescriptor`), it is loaded as `loadName` and stays
     /// open. Returns the handle (nil: see `dlerror`) and the name used.
-    package func load(flags: Int32, keepsDescriptor: Bool) -> (library: UnsafeMutableRawPointer?, name: String) {
+    public func load(flags: Int32, keepsDescriptor: Bool) -> (library: UnsafeMutableRawPointer?, name: String) {
         if !keepsDescriptor, let loaded = UniqueLoadName.withName(for: descriptor, { name in
             (library: dlopen(name, flags), name: name)
         }) {
@@ -74,12 +74,12 @@ package struct PluginFile {
         return (dlopen(loadName, flags), loadName)
     }
 
-    package func close() { Glibc.close(descriptor) }
+    public func close() { Glibc.close(descriptor) }
 
     /// The whole file as UTF-8 text (a manifest, a capability file). One
     /// longer than `limit` bytes or not UTF-8 is refused for the reason
     /// `refuse` makes of the problem.
-    package func readText(limit: Int, refuse: (String) -> PluginLoadError.Reason) throws(PluginLoadError) -> String {
+    public func readText(limit: Int, refuse: (String) -> PluginLoadError.Reason) throws(PluginLoadError) -> String {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 16_384)
         while true {

@@ -4,17 +4,17 @@ import XCallbackRouting
 import XCallbackSystem
 
 /// A plug-in's handler function and its user data, as registered.
-package struct NativeHandler: @unchecked Sendable {
+public struct NativeHandler: @unchecked Sendable {
     // @unchecked: the function pointer and user data belong to the plug-in,
     // which promises in xcallback.h that handlers may run on any thread.
-    package let function: xcallback_handler
-    package let userData: UnsafeMutableRawPointer?
+    public let function: xcallback_handler
+    public let userData: UnsafeMutableRawPointer?
 }
 
 /// One route a plug-in registered, in registration order.
-package struct Registration: Sendable {
-    package let pattern: RoutePattern
-    package let handler: RouteHandler
+public struct Registration: Sendable {
+    public let pattern: RoutePattern
+    public let handler: RouteHandler
 }
 
 /// A route a plug-in asked for and did not get: another plug-in, loaded
@@ -23,7 +23,7 @@ public struct RefusedRoute: Sendable, Equatable {
     public var pattern: String
     public var owner: String
 
-    package init(pattern: String, owner: String) {
+    public init(pattern: String, owner: String) {
         self.pattern = pattern
         self.owner = owner
     }
@@ -33,9 +33,9 @@ public struct RefusedRoute: Sendable, Equatable {
 /// registered. The pointer a plug-in holds is this object's address; the
 /// object is retained for the life of the process because plug-ins may keep
 /// the pointer until shutdown and are never unloaded.
-package final class PluginHandle: Sendable {
-    package let name: String
-    package let logger: Logger
+public final class PluginHandle: Sendable {
+    public let name: String
+    public let logger: Logger
     /// Returns the owner of a same-shape route in another plug-in, if any:
     /// the host's policy is that an existing owner keeps its route.
     private let conflictOwner: @Sendable (RoutePattern) -> String?
@@ -47,7 +47,7 @@ package final class PluginHandle: Sendable {
         var refused: [RefusedRoute] = []
     }
 
-    package init(name: String, logger: Logger, conflictOwner: @escaping @Sendable (RoutePattern) -> String? = { _ in nil }) {
+    public init(name: String, logger: Logger, conflictOwner: @escaping @Sendable (RoutePattern) -> String? = { _ in nil }) {
         self.name = name
         var logger = logger
         logger[metadataKey: "plugin"] = "\(name)"
@@ -55,36 +55,36 @@ package final class PluginHandle: Sendable {
         self.conflictOwner = conflictOwner
     }
 
-    package var opaque: OpaquePointer { OpaquePointer(Unmanaged.passUnretained(self).toOpaque()) }
+    public var opaque: OpaquePointer { OpaquePointer(Unmanaged.passUnretained(self).toOpaque()) }
 
-    package static func from(_ pointer: OpaquePointer?) -> PluginHandle? {
+    public static func from(_ pointer: OpaquePointer?) -> PluginHandle? {
         guard let pointer else { return nil }
         return Unmanaged<PluginHandle>.fromOpaque(UnsafeRawPointer(pointer)).takeUnretainedValue()
     }
 
     /// Keeps the handle alive for the rest of the process (see the type's note).
-    package func retainForever() -> PluginHandle {
+    public func retainForever() -> PluginHandle {
         _ = Unmanaged.passRetained(self)
         return self
     }
 
-    package var registrations: [Registration] { state.withLock { $0.registrations } }
+    public var registrations: [Registration] { state.withLock { $0.registrations } }
     /// Routes refused because another plug-in owns one of the same shape.
-    package var refused: [RefusedRoute] { state.withLock { $0.refused } }
+    public var refused: [RefusedRoute] { state.withLock { $0.refused } }
 
-    package func beginRegistration() { state.withLock { $0.registering = true } }
-    package func endRegistration() { state.withLock { $0.registering = false } }
+    public func beginRegistration() { state.withLock { $0.registering = true } }
+    public func endRegistration() { state.withLock { $0.registering = false } }
 
     /// Adds a route with a C handler on behalf of the plug-in; returns an
     /// `XCALLBACK_*` status.
-    package func register(_ makePattern: () throws(RoutePatternError) -> RoutePattern,
+    public func register(_ makePattern: () throws(RoutePatternError) -> RoutePattern,
                   handler: xcallback_handler?, userData: UnsafeMutableRawPointer?) -> Int32 {
         guard let handler else { return Int32(XCALLBACK_ERR_INVALID_ARGUMENT) }
         return register(makePattern, .native(NativeHandler(function: handler, userData: userData)))
     }
 
     /// Adds a route on behalf of the plug-in; returns an `XCALLBACK_*` status.
-    package func register(_ makePattern: () throws(RoutePatternError) -> RoutePattern, _ handler: RouteHandler) -> Int32 {
+    public func register(_ makePattern: () throws(RoutePatternError) -> RoutePattern, _ handler: RouteHandler) -> Int32 {
         let pattern: RoutePattern
         do {
             pattern = try makePattern()

@@ -41,7 +41,7 @@ public struct PluginLoadError: Error, Sendable, Equatable, CustomStringConvertib
     private var shownPath: String { PrintableText.escaping(path) }
 
     /// What an `XCALLBACK_ERR_*` status a plug-in passed on means.
-    package static func meaning(of status: Int32) -> String? {
+    public static func meaning(of status: Int32) -> String? {
         switch status {
         case -1: "XCALLBACK_ERR_INVALID_ARGUMENT: a registration had a NULL or malformed argument"
         case -2: "XCALLBACK_ERR_BAD_PATTERN: a route pattern does not parse"

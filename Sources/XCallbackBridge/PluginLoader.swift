@@ -18,7 +18,7 @@ public struct PluginInfo: Sendable, Equatable {
     public var abiMajor: Int
     public var abiMinor: Int
 
-    package init(path: String, name: String, version: String, summary: String, abiMajor: Int, abiMinor: Int) {
+    public init(path: String, name: String, version: String, summary: String, abiMajor: Int, abiMinor: Int) {
         self.path = path
         self.name = name
         self.version = version
@@ -33,13 +33,13 @@ public struct PluginInfo: Sendable, Equatable {
 /// any plug-in with threads still running); reloading means a new process.
 public final class LoadedPlugin: Sendable {
     public let info: PluginInfo
-    package let handle: PluginHandle
-    package let registrations: [Registration]
+    public let handle: PluginHandle
+    public let registrations: [Registration]
     private let shutdownFunction: xcallback_shutdown_function?
     /// Names this plug-in in the crash line of a host it takes down.
-    package let mark: PluginMark
+    public let mark: PluginMark
 
-    package init(info: PluginInfo, handle: PluginHandle, registrations: [Registration],
+    public init(info: PluginInfo, handle: PluginHandle, registrations: [Registration],
          shutdown: xcallback_shutdown_function?) {
         self.info = info
         self.handle = handle
@@ -57,7 +57,7 @@ public final class LoadedPlugin: Sendable {
     public var signatures: [CDeclaration?] { registrations.map { $0.handler.boundFunction?.declaration } }
 
     /// Calls the plug-in's optional shutdown hook.
-    package func shutdown() {
+    public func shutdown() {
         shutdownFunction?(handle.opaque)
     }
 }
@@ -67,7 +67,7 @@ public struct PluginLoader: Sendable {
     public var logger: Logger
 
     /// The checks every file loaded must pass first (`--allow-insecure-plugins` relaxes them).
-    package let security: FileSecurity
+    public let security: FileSecurity
 
     public init(logger: Logger, security: FileSecurity = FileSecurity()) {
         self.logger = logger
@@ -75,7 +75,7 @@ public struct PluginLoader: Sendable {
     }
 
     /// Why a route was refused, given the owner the conflict check named.
-    package static func refusal(of pattern: RoutePattern, owner: String) -> String {
+    public static func refusal(of pattern: RoutePattern, owner: String) -> String {
         pattern.scheme == HostScheme.name
             ? "the scheme '\(HostScheme.name)' is reserved for the host's built-in routes"
             : "plug-in '\(owner)' already owns a route of the same shape"
@@ -142,7 +142,7 @@ public struct PluginLoader: Sendable {
     }
 
     /// Reads and checks the descriptor before anything else in the plug-in runs.
-    package static func readDescriptor(_ library: UnsafeMutableRawPointer, path: String) throws(PluginLoadError) -> PluginInfo {
+    public static func readDescriptor(_ library: UnsafeMutableRawPointer, path: String) throws(PluginLoadError) -> PluginInfo {
         guard let symbol = dlsym(library, XCALLBACK_DESCRIPTOR_SYMBOL) else {
             throw PluginLoadError(path: path, reason: .notAPlugin)
         }
@@ -197,7 +197,7 @@ public struct PluginLoader: Sendable {
     /// What is wrong with an identity a process that ran a plug-in's code
     /// reported (a worker's handshake, a probe's report), if anything: the
     /// name must be one the loader accepts, and the rest of bounded size.
-    package static func reportedIdentityProblem(name: String, version: String, summary: String) -> String? {
+    public static func reportedIdentityProblem(name: String, version: String, summary: String) -> String? {
         guard isValidName(name) else {
             return "named the plug-in '\(PrintableText.escaping(String(name.prefix(64))))', which is not a plug-in name"
         }
@@ -207,7 +207,7 @@ public struct PluginLoader: Sendable {
         return nil
     }
 
-    package static func isValidName(_ name: String) -> Bool {
+    public static func isValidName(_ name: String) -> Bool {
         let utf8 = name.utf8
         return (1...64).contains(utf8.count) && utf8.allSatisfy { byte in
             (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)

@@ -12,17 +12,17 @@ import XCallbackURL
 /// record is written from these bytes (`CallbackURL.append(prefix:…)`); the
 /// rare paths that need an `Outcome` (a chain, `--keep-order`, `jsonl`)
 /// build one with `outcome`.
-package final class ReplyCapture: @unchecked Sendable {
+public final class ReplyCapture: @unchecked Sendable {
     // @unchecked: filled under the reply table's lock by the completing
     // thread, read by the lane's thread after `endSynchronous` (or by the
     // deadline timer under that lock), never at once.
-    @exclusivity(unchecked) package private(set) var kind: OutcomeKind = .success
+    @exclusivity(unchecked) public private(set) var kind: OutcomeKind = .success
     @exclusivity(unchecked) private var bytes: UnsafeMutablePointer<UInt8>
     @exclusivity(unchecked) private var capacity: Int
     @exclusivity(unchecked) private var used = 0
-    @exclusivity(unchecked) package private(set) var parameters: [ByteParameter] = []
+    @exclusivity(unchecked) public private(set) var parameters: [ByteParameter] = []
 
-    package init() {
+    public init() {
         capacity = 1024
         bytes = .allocate(capacity: capacity)
         parameters.reserveCapacity(8)
@@ -32,7 +32,7 @@ package final class ReplyCapture: @unchecked Sendable {
 
     /// Copies a success reply's parameters. False, keeping nothing, when a
     /// name or value is not UTF-8: the general path repairs it and warns.
-    package func captureSuccess(_ params: UnsafePointer<xcallback_param>?, count: Int) -> Bool {
+    public func captureSuccess(_ params: UnsafePointer<xcallback_param>?, count: Int) -> Bool {
         kind = .success
         used = 0
         parameters.removeAll(keepingCapacity: true)
@@ -51,7 +51,7 @@ package final class ReplyCapture: @unchecked Sendable {
     }
 
     /// A cancel reply: no parameters.
-    package func captureCancel() {
+    public func captureCancel() {
         kind = .cancel
         used = 0
         parameters.removeAll(keepingCapacity: true)
@@ -59,7 +59,7 @@ package final class ReplyCapture: @unchecked Sendable {
 
     /// Appends `text write` (`success?…`, `cancel`, or the callback URL with
     /// the parameters) to `output`; `callback` is the decoded callback URL.
-    package func appendRecord(callback: UnsafeBufferPointer<UInt8>?, to output: inout [UInt8]) {
+    public func appendRecord(callback: UnsafeBufferPointer<UInt8>?, to output: inout [UInt8]) {
         parameters.withUnsafeBufferPointer { parameters in
             Self.appendRecord(kind, callback: callback, parameters: parameters, in: UnsafePointer(bytes), to: &output)
         }
@@ -67,7 +67,7 @@ package final class ReplyCapture: @unchecked Sendable {
 
     /// The record of a success or cancel answer whose parameters are ranges
     /// of `bytes` (this capture's, or a worker's answer frame read in place).
-    package static func appendRecord(_ kind: OutcomeKind, callback: UnsafeBufferPointer<UInt8>?,
+    public static func appendRecord(_ kind: OutcomeKind, callback: UnsafeBufferPointer<UInt8>?,
                              parameters: UnsafeBufferPointer<ByteParameter>, in bytes: UnsafePointer<UInt8>,
                              to output: inout [UInt8]) {
         if let callback {
@@ -81,12 +81,12 @@ package final class ReplyCapture: @unchecked Sendable {
     }
 
     /// Runs `body` with the parameters and the bytes they point into.
-    package func withParameters<R>(_ body: (UnsafeBufferPointer<ByteParameter>, UnsafePointer<UInt8>) -> R) -> R {
+    public func withParameters<R>(_ body: (UnsafeBufferPointer<ByteParameter>, UnsafePointer<UInt8>) -> R) -> R {
         parameters.withUnsafeBufferPointer { body($0, UnsafePointer(bytes)) }
     }
 
     /// The answer as an `Outcome`, for the paths that need one.
-    package var outcome: Outcome {
+    public var outcome: Outcome {
         guard kind == .success else { return .cancel }
         return .success(parameters.map { parameter in
             QueryParameter(

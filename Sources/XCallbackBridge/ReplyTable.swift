@@ -22,11 +22,11 @@ import XCallbackSystem
 /// closure, no object, no thread hand-off. A handler that keeps its token
 /// past its return is *promoted* to the general path then, or by the
 /// deadline timer while it runs (`promoteSynchronous`).
-package final class ReplyTable: Sendable {
-    package typealias Delivery = @Sendable (HandlerResult) -> Void
+public final class ReplyTable: Sendable {
+    public typealias Delivery = @Sendable (HandlerResult) -> Void
 
     /// Why a completion was refused.
-    package enum Refusal: Error, Equatable {
+    public enum Refusal: Error, Equatable {
         /// The token was completed before (or never existed).
         case alreadyCompleted
         /// The host had already answered `Timeout`; the late result is dropped.
@@ -34,7 +34,7 @@ package final class ReplyTable: Sendable {
     }
 
     /// How a synchronous slot ended, as the fast lane learns it.
-    package enum SynchronousEnd {
+    public enum SynchronousEnd {
         /// Completed while the handler ran: the slot is free again.
         case completed(HandlerResult)
         /// Still pending when the handler returned: handed to the general
@@ -87,18 +87,18 @@ package final class ReplyTable: Sendable {
     }
 
     /// How many completions are remembered (a bounded ring).
-    package static let remembered = 256
+    public static let remembered = 256
 
     private let storage = Lock(Storage())
 
     /// Registers a pending handler call and returns its token.
-    package func open(request: NativeRequest, plugin: String, deliver: @escaping Delivery) -> xcallback_reply {
+    public func open(request: NativeRequest, plugin: String, deliver: @escaping Delivery) -> xcallback_reply {
         open(Entry(request: request, plugin: plugin, mode: .deliver(deliver)))
     }
 
     /// Registers a call the caller's thread is about to make (the fast
     /// lane); end it with `endSynchronous` once the handler returns.
-    package func openSynchronous(request: NativeRequest, plugin: String, call: SynchronousCall) -> xcallback_reply {
+    public func openSynchronous(request: NativeRequest, plugin: String, call: SynchronousCall) -> xcallback_reply {
         open(Entry(request: request, plugin: plugin, mode: .synchronous(call)))
     }
 
@@ -121,7 +121,7 @@ package final class ReplyTable: Sendable {
     /// the synchronous caller) and releases the slot. Returns the refusal
     /// when it was not pending.
     @discardableResult
-    package func complete(_ reply: xcallback_reply, with result: (_ plugin: String, _ request: NativeRequest) -> HandlerResult) -> Refusal? {
+    public func complete(_ reply: xcallback_reply, with result: (_ plugin: String, _ request: NativeRequest) -> HandlerResult) -> Refusal? {
         let taken = storage.withLock { storage -> Result<(Delivery, Entry)?, Refusal> in
             if let expired = storage.expired.removeValue(forKey: reply.token) {
                 Self.remember(Completion(token: reply.token, requestID: expired.request.id,
@@ -171,7 +171,7 @@ package final class ReplyTable: Sendable {
     /// into the call's `ReplyCapture`. Nil when the token is not such a call
     /// (the caller completes it with `complete`); false when `capture`
     /// declined (the caller does the same, and nothing has changed).
-    package func completeInPlace(_ reply: xcallback_reply, _ capture: (ReplyCapture) -> Bool) -> Bool? {
+    public func completeInPlace(_ reply: xcallback_reply, _ capture: (ReplyCapture) -> Bool) -> Bool? {
         storage.withLock { storage -> Bool? in
             guard let index = Self.liveIndex(reply.token, in: storage),
                   case .synchronous(let call) = storage.slots[index].entry!.mode else { return nil }
@@ -187,7 +187,7 @@ package final class ReplyTable: Sendable {
     /// in the slot is returned and the slot freed; a call still pending is
     /// handed to the general path with the delivery `promote` builds (under
     /// the table's lock, so no completion can fall in between).
-    package func endSynchronous(_ reply: xcallback_reply, promote: (SynchronousCall) -> Delivery) -> SynchronousEnd {
+    public func endSynchronous(_ reply: xcallback_reply, promote: (SynchronousCall) -> Delivery) -> SynchronousEnd {
         storage.withLock { storage in
             guard let index = Self.liveIndex(reply.token, in: storage) else { return .promotedEarlier }
             switch storage.slots[index].entry!.mode {
@@ -210,7 +210,7 @@ package final class ReplyTable: Sendable {
     /// before `cutoff`: hands it to the general path with the delivery
     /// `promote` builds, and returns the result it had already left, if
     /// any. Nil when the call has ended, is younger, or was promoted before.
-    package func promoteSynchronous(_ reply: xcallback_reply, startedBefore cutoff: UInt64,
+    public func promoteSynchronous(_ reply: xcallback_reply, startedBefore cutoff: UInt64,
                             promote: (SynchronousCall) -> Delivery) -> HandlerResult?? {
         storage.withLock { storage -> HandlerResult?? in
             guard let index = Self.liveIndex(reply.token, in: storage) else { return nil }
@@ -240,7 +240,7 @@ package final class ReplyTable: Sendable {
     /// `Timeout` already), and keeps the request alive for the handler that
     /// may still be reading it. Returns false when it had completed.
     @discardableResult
-    package func expire(_ reply: xcallback_reply) -> Bool {
+    public func expire(_ reply: xcallback_reply) -> Bool {
         storage.withLock { storage in
             guard let index = Self.liveIndex(reply.token, in: storage) else { return false }
             let entry = storage.slots[index].entry!
@@ -255,14 +255,14 @@ package final class ReplyTable: Sendable {
     }
 
     /// The plug-in that owns a pending token, for log lines.
-    package func plugin(of reply: xcallback_reply) -> String? {
+    public func plugin(of reply: xcallback_reply) -> String? {
         storage.withLock { storage in
             Self.liveIndex(reply.token, in: storage).flatMap { storage.slots[$0].entry?.plugin }
         }
     }
 
     /// "plug-in 'x' … request 7 (route R)" for a token completed recently, for log lines.
-    package func describe(_ reply: xcallback_reply) -> String? {
+    public func describe(_ reply: xcallback_reply) -> String? {
         storage.withLock { storage in
             guard let completion = storage.recent.lazy.compactMap({ $0 }).first(where: { $0.token == reply.token })
             else { return nil }
@@ -271,7 +271,7 @@ package final class ReplyTable: Sendable {
     }
 
     /// Pending handler calls (not counting expired ones).
-    package var pendingCount: Int {
+    public var pendingCount: Int {
         storage.withLock { $0.slots.count - $0.free.count }
     }
 

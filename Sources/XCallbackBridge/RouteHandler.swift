@@ -3,14 +3,14 @@ import CXCallback
 /// What one registered route runs inside its plug-in: a C handler that
 /// completes a reply token (now or later, from any thread), or a bound C
 /// function the host calls through libffi and answers for at once.
-package enum RouteHandler: Sendable {
+public enum RouteHandler: Sendable {
     /// `register_action`, `register_controller_action`, `register_pattern`.
     case native(NativeHandler)
     /// `register_function`, or a function declared by a binding manifest.
     case bound(BoundFunction)
 
     /// The bound function, if this route calls one.
-    package var boundFunction: BoundFunction? {
+    public var boundFunction: BoundFunction? {
         if case .bound(let function) = self { return function }
         return nil
     }
@@ -23,7 +23,7 @@ extension RouteHandler {
     /// C calling convention (completion through a reply token). A bound
     /// function is reached through a trampoline that calls it and completes
     /// the reply; ``InProcessEndpoint`` calls bound functions directly instead.
-    package var function: xcallback_handler {
+    public var function: xcallback_handler {
         switch self {
         case .native(let handler): return handler.function
         case .bound: return Self.boundTrampoline
@@ -32,7 +32,7 @@ extension RouteHandler {
 
     /// The `user_data` to pass with ``function``: the plug-in's own, or the
     /// bound function (kept alive by the registration holding it).
-    package var userData: UnsafeMutableRawPointer? {
+    public var userData: UnsafeMutableRawPointer? {
         switch self {
         case .native(let handler): return handler.userData
         case .bound(let function): return Unmanaged.passUnretained(function).toOpaque()

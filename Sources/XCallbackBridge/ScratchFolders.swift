@@ -10,18 +10,18 @@ import Musl
 /// One private, writable folder per sandboxed plug-in (its workers' current
 /// folder and `TMPDIR`), under one folder the host makes at first need and
 /// removes when it stops.
-package final class ScratchFolders: Sendable {
+public final class ScratchFolders: Sendable {
     private struct State {
         var root: String?
         var folders: [String: String] = [:]
     }
     private let state = Lock(State())
 
-    package init() {}
+    public init() {}
 
     /// The folder for the plug-in file at `pluginPath` (its worker makes it,
     /// mode 0700).
-    package func folder(for pluginPath: String, named name: String) throws(PluginLoadError) -> String {
+    public func folder(for pluginPath: String, named name: String) throws(PluginLoadError) -> String {
         try state.withLock { state -> Result<String, PluginLoadError> in
             if let folder = state.folders[pluginPath] { return .success(folder) }
             let root: String
@@ -52,7 +52,7 @@ package final class ScratchFolders: Sendable {
     }
 
     /// Removes every folder and what plug-ins left in them.
-    package func removeAll() {
+    public func removeAll() {
         guard let root = state.withLock({ state -> String? in
             defer { state = State() }
             return state.root

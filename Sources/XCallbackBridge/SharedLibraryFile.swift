@@ -15,13 +15,13 @@ import Musl
 ///   loaded as `/proc/self/fd/N`, a name no other load shares; the
 ///   descriptor stays open for the life of the process (a library is never
 ///   unloaded, and the name must never be reused).
-package enum SharedLibraryFile {
-    package struct Failure: Error {
-        package var message: String
+public enum SharedLibraryFile {
+    public struct Failure: Error {
+        public var message: String
     }
 
     /// Why `file` must not be given to `dlopen`, or nil when it may.
-    package static func problem(loading file: PluginFile) -> String? {
+    public static func problem(loading file: PluginFile) -> String? {
         var info = stat()
         guard fstat(file.descriptor, &info) == 0 else { return String(cString: strerror(errno)) }
         return truncation(file.descriptor, size: Int(info.st_size))
@@ -29,7 +29,7 @@ package enum SharedLibraryFile {
 
     /// Why a 64-bit ELF file is cut short, or nil when its headers and
     /// loadable segments all fit (non-ELF files are left to `dlopen`).
-    package static func truncation(_ descriptor: Int32, size: Int) -> String? {
+    public static func truncation(_ descriptor: Int32, size: Int) -> String? {
         func read(_ count: Int, at offset: Int) -> [UInt8]? {
             guard offset >= 0, count >= 0, offset + count <= size else { return nil }
             var bytes = [UInt8](repeating: 0, count: count)

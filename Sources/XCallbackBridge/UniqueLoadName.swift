@@ -20,13 +20,13 @@ import Musl
 ///
 /// The counter is process-wide state because the dynamic linker's table of
 /// loaded names is.
-package enum UniqueLoadName {
+public enum UniqueLoadName {
     private static let loads = Atomic<UInt64>(0)
 
     /// Runs `body` with a name for `descriptor` no earlier load used; nil
     /// when no private folder can be made (then the caller keeps the
     /// descriptor and loads it as `/proc/self/fd/N`).
-    package static func withName<R>(for descriptor: Int32, _ body: (String) -> R) -> R? {
+    public static func withName<R>(for descriptor: Int32, _ body: (String) -> R) -> R? {
         let base = Environment.temporaryDirectory
         var template = Array("\(base)/xcallback-load-XXXXXX".utf8CString)
         guard let made = mkdtemp(&template) else { return nil }

@@ -5,7 +5,7 @@ import Musl
 #endif
 
 /// Something holding bytes back for one write.
-package protocol Flushable: AnyObject, Sendable {
+public protocol Flushable: AnyObject, Sendable {
     func flush()
 }
 
@@ -15,7 +15,7 @@ package protocol Flushable: AnyObject, Sendable {
 /// more: a burst of requests costs one write, not one each, and nothing is
 /// held back waiting for input. Bytes produced on any other thread are
 /// written at once.
-package enum BatchingThread {
+public enum BatchingThread {
     /// Per-thread list of writers with bytes pending.
     private final class Pending {
         var writers: [Flushable] = []
@@ -29,18 +29,18 @@ package enum BatchingThread {
         return key
     }()
 
-    package static var isCurrent: Bool {
+    public static var isCurrent: Bool {
         pthread_getspecific(key) != nil
     }
 
-    package static func markCurrent() {
+    public static func markCurrent() {
         guard !isCurrent else { return }
         pthread_setspecific(key, Unmanaged.passRetained(Pending()).toOpaque())
     }
 
     /// Remembers `writer` to flush before this thread blocks. Only on a
     /// batching thread; returns false elsewhere (the caller writes now).
-    package static func deferFlush(_ writer: Flushable) -> Bool {
+    public static func deferFlush(_ writer: Flushable) -> Bool {
         guard let raw = pthread_getspecific(key) else { return false }
         let pending = Unmanaged<Pending>.fromOpaque(raw).takeUnretainedValue()
         if !pending.writers.contains(where: { $0 === writer }) {
@@ -50,7 +50,7 @@ package enum BatchingThread {
     }
 
     /// Flushes everything this thread deferred. Call before blocking.
-    package static func flushDeferred() {
+    public static func flushDeferred() {
         guard let raw = pthread_getspecific(key) else { return }
         let pending = Unmanaged<Pending>.fromOpaque(raw).takeUnretainedValue()
         while let writer = pending.writers.popLast() {

@@ -8,14 +8,14 @@ import Musl
 
 /// Writes bytes to a descriptor in as few `write` calls as batching allows
 /// (see `BatchingThread`). Thread-safe; bytes keep the order of `append`.
-package final class BufferedWriter: Flushable, @unchecked Sendable {
+public final class BufferedWriter: Flushable, @unchecked Sendable {
     // @unchecked: all state is guarded by `state`.
     private struct State {
         var buffer: [UInt8] = []
         var closed = false
     }
 
-    package let descriptor: Int32
+    public let descriptor: Int32
     private let state = ConditionLock(State())
     private let onClosed: @Sendable () -> Void
     /// When the write under way began (monotonic ns; 0: none): a reader
@@ -23,7 +23,7 @@ package final class BufferedWriter: Flushable, @unchecked Sendable {
     private let writingSince = Atomic<UInt64>(0)
 
     /// Buffered bytes past which a batch is written even mid-burst.
-    package static let threshold = 64 * 1024
+    public static let threshold = 64 * 1024
 
     /// How long a write may wait for the reader before the input loop's
     /// watchdog moves on (`StallClock`); nil: as long as the reader takes.
@@ -32,7 +32,7 @@ package final class BufferedWriter: Flushable, @unchecked Sendable {
     /// `onClosed` runs once, when a write finds the reader gone (EPIPE…).
     /// `patience` is for a reader that may stop reading altogether (a
     /// worker); stdout, read at a person's pace, waits with none.
-    package init(descriptor: Int32, patience: UInt64? = StallClock.readerPatience, onClosed: @escaping @Sendable () -> Void = {}) {
+    public init(descriptor: Int32, patience: UInt64? = StallClock.readerPatience, onClosed: @escaping @Sendable () -> Void = {}) {
         self.descriptor = descriptor
         self.patience = patience
         self.onClosed = onClosed
@@ -40,7 +40,7 @@ package final class BufferedWriter: Flushable, @unchecked Sendable {
 
     /// Adds bytes; `fill` appends them to the buffer under the writer's lock,
     /// so callers that must keep an order among themselves can rely on it.
-    package func append(_ fill: (inout [UInt8]) -> Void) {
+    public func append(_ fill: (inout [UInt8]) -> Void) {
         let deferred = BatchingThread.isCurrent
         var closedNow = false
         state.withLock { state in
@@ -55,12 +55,12 @@ package final class BufferedWriter: Flushable, @unchecked Sendable {
     }
 
     /// Whether a write has waited for its reader longer than `limit` ns.
-    package func isStuck(longerThan limit: UInt64) -> Bool {
+    public func isStuck(longerThan limit: UInt64) -> Bool {
         let since = writingSince.load(ordering: .relaxed)
         return since != 0 && MonotonicClock.now &- since > limit
     }
 
-    package func flush() {
+    public func flush() {
         var closedNow = false
         state.withLock { closedNow = write(descriptor, &$0) }
         if closedNow { onClosed() }
@@ -79,7 +79,7 @@ package final class BufferedWriter: Flushable, @unchecked Sendable {
 
     /// Writes all of `bytes`, retrying on EINTR; true when the reader is gone
     /// (or the write failed otherwise).
-    package static func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer,
+    public static func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer,
                          patience: UInt64? = StallClock.readerPatience) -> Bool {
         StallClock.whileWaitingForReader(patience: patience) { writeAllNow(descriptor, bytes) }
     }
@@ -105,7 +105,7 @@ package final class BufferedWriter: Flushable, @unchecked Sendable {
     /// non-blocking (any process sharing it can: a terminal, a pipe handed
     /// to several programs), not that the reader left: that is EPIPE, which
     /// the write after this reports (poll returns POLLERR then).
-    package static func waitUntilWritable(_ descriptor: Int32) {
+    public static func waitUntilWritable(_ descriptor: Int32) {
         var event = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
         while poll(&event, 1, -1) < 0 && errno == EINTR {}
     }

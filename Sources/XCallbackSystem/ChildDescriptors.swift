@@ -16,14 +16,14 @@ import Musl
 /// runner, a service manager), and a child holding one keeps a pipe or a
 /// socket open behind its owner's back. A child sharing the host's stdin
 /// would read requests meant for the host.
-package enum ChildDescriptors {
+public enum ChildDescriptors {
     /// One descriptor to hand over: `descriptor` in the host becomes
     /// `number` in the child.
-    package struct Placement {
-        package var descriptor: Int32
-        package var number: Int32
+    public struct Placement {
+        public var descriptor: Int32
+        public var number: Int32
 
-        package init(descriptor: Int32, number: Int32) {
+        public init(descriptor: Int32, number: Int32) {
             self.descriptor = descriptor
             self.number = number
         }
@@ -32,7 +32,7 @@ package enum ChildDescriptors {
     /// Runs `body` with file actions giving the child `/dev/null` on 0,
     /// `stdout` on 1, `stderr` on 2 (host descriptors; the host's stderr by
     /// default) and the `placements` (numbers 3 and up), all else closed.
-    package static func withFileActions<R>(stdout: Int32 = 2, stderr: Int32 = 2, placing placements: [Placement] = [],
+    public static func withFileActions<R>(stdout: Int32 = 2, stderr: Int32 = 2, placing placements: [Placement] = [],
                                    _ body: (inout posix_spawn_file_actions_t) -> R) -> R {
         // Copies above every number the child uses first, so placing one
         // descriptor can never overwrite another that is still to be placed.

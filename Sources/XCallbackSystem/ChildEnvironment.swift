@@ -10,16 +10,16 @@ import Musl
 /// Swift's crash backtracer is turned off there: it would catch a plug-in's
 /// SIGSEGV, print a report and, for a raised signal, let the process go on
 /// as if nothing happened, so a crash must reach the host as a crash.
-package enum ChildEnvironment {
+public enum ChildEnvironment {
     /// Runs `body` with a NULL-terminated `envp` array: the host's
     /// environment, or with `sandbox` only what it lets the worker see.
-    package static func withEnvironment<R>(for sandbox: SandboxPlan? = nil,
+    public static func withEnvironment<R>(for sandbox: SandboxPlan? = nil,
                                    _ body: ([UnsafeMutablePointer<CChar>?]) -> R) -> R {
         withEnvironment(passing: { name in sandbox.map { SandboxEnvironment.passes(name, for: $0.capabilities) } ?? true }, body)
     }
 
     /// The same, with the variables `passes` lets through.
-    package static func withEnvironment<R>(passing passes: (Substring) -> Bool,
+    public static func withEnvironment<R>(passing passes: (Substring) -> Bool,
                                    _ body: ([UnsafeMutablePointer<CChar>?]) -> R) -> R {
         let environment: [UnsafeMutablePointer<CChar>?] = variables(passing: passes).map { strdup($0) } + [nil]
         defer { environment.forEach { free($0) } }
@@ -27,7 +27,7 @@ package enum ChildEnvironment {
     }
 
     /// The variables a child with `sandbox` gets, as `NAME=value` lines.
-    package static func variables(for sandbox: SandboxPlan?) -> [String] {
+    public static func variables(for sandbox: SandboxPlan?) -> [String] {
         variables(passing: { name in sandbox.map { SandboxEnvironment.passes(name, for: $0.capabilities) } ?? true })
     }
 

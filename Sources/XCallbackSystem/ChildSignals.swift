@@ -12,11 +12,11 @@ import Musl
 /// host stops its children itself. A worker (or the zygote) gets a session
 /// of its own as well: without a controlling terminal it cannot open
 /// `/dev/tty`, take the terminal's foreground or stop its output.
-package enum ChildSignals {
+public enum ChildSignals {
     /// Runs `body` with spawn attributes that start the child with no signal
     /// blocked and each of `defaults` at its default action; in a session of
     /// its own when `newSession`.
-    package static func withSpawnAttributes<R>(resetting defaults: [Int32], newSession: Bool = false,
+    public static func withSpawnAttributes<R>(resetting defaults: [Int32], newSession: Bool = false,
                                        _ body: (inout posix_spawnattr_t) -> R) -> R {
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)

@@ -7,13 +7,13 @@ import Musl
 /// The stdout and stderr a worker (or the zygote) starts with: pipes the
 /// host relays (`WorkerOutputRelay`), or `/dev/null` when none could be
 /// made. Never the host's own stdout or stderr.
-package struct ChildStreams {
-    package let stdout: Int32
-    package let stderr: Int32
+public struct ChildStreams {
+    public let stdout: Int32
+    public let stderr: Int32
     /// Names the worker in the log; nil for `/dev/null`.
-    package let channel: WorkerOutputRelay.Channel?
+    public let channel: WorkerOutputRelay.Channel?
 
-    package init(_ ends: WorkerOutputRelay.ChildEnds?) {
+    public init(_ ends: WorkerOutputRelay.ChildEnds?) {
         if let ends {
             (stdout, stderr, channel) = (ends.stdout, ends.stderr, ends.channel)
         } else {
@@ -25,12 +25,12 @@ package struct ChildStreams {
 
     /// The two as placements on 1 and 2, for a child that places its own
     /// descriptors (a forked worker).
-    package var placements: [ChildDescriptors.Placement] {
+    public var placements: [ChildDescriptors.Placement] {
         [.init(descriptor: stdout, number: 1), .init(descriptor: stderr, number: 2)]
     }
 
     /// Closes the host's copies once the child has its own.
-    package func closeInHost() {
+    public func closeInHost() {
         if stdout >= 0 { close(stdout) }
         if stderr >= 0 { close(stderr) }
     }

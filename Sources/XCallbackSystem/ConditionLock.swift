@@ -7,14 +7,15 @@ import Musl
 /// A mutex with a condition variable, for the few places that must sleep
 /// until another thread changes shared state (bounded queues, the deadline
 /// timer). `Synchronization.Mutex` has no condition variable, hence pthreads.
-package final class ConditionLock<State>: @unchecked Sendable {
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+public final class ConditionLock<State>: @unchecked Sendable {
+    // Inlinable where the request path takes it, as `Lock` is.
+    @usableFromInline let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     // Guarded by `mutex`; @unchecked Sendable rests on that (and the
     // runtime's exclusivity check is off for it, as in `Lock`).
-    @exclusivity(unchecked) private var state: State
+    @usableFromInline @exclusivity(unchecked) var state: State
 
-    package init(_ state: State) {
+    public init(_ state: State) {
         self.state = state
         pthread_mutex_init(mutex, nil)
         var attributes = pthread_condattr_t()
@@ -33,7 +34,8 @@ package final class ConditionLock<State>: @unchecked Sendable {
     }
 
     /// Runs `body` with the lock held.
-    package func withLock<R>(_ body: (inout State) throws -> R) rethrows -> R {
+    @inlinable
+    public func withLock<R>(_ body: (inout State) throws -> R) rethrows -> R {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body(&state)
@@ -42,7 +44,7 @@ package final class ConditionLock<State>: @unchecked Sendable {
     /// Waits until `isReady` holds, then runs `body`, all under the lock.
     /// With a deadline (monotonic nanoseconds), gives up when it passes and
     /// runs `body` anyway; `body` must check the state itself.
-    package func wait<R>(
+    public func wait<R>(
         until isReady: (State) -> Bool,
         deadline: UInt64? = nil,
         then body: (inout State) throws -> R
@@ -53,7 +55,7 @@ package final class ConditionLock<State>: @unchecked Sendable {
     /// As `wait(until:deadline:then:)`, and `beforeSleeping` runs on the
     /// state each time the caller is about to sleep: a waiter can leave word
     /// of what it waits for, so the other side wakes it only then.
-    package func wait<R>(
+    public func wait<R>(
         until isReady: (State) -> Bool,
         deadline: UInt64? = nil,
         beforeSleeping: (inout State) -> Void,
@@ -77,7 +79,7 @@ package final class ConditionLock<State>: @unchecked Sendable {
     }
 
     /// Wakes every waiter; call after changing the state they wait on.
-    package func broadcast() {
+    public func broadcast() {
         pthread_cond_broadcast(condition)
     }
 }
@@ -85,15 +87,15 @@ package final class ConditionLock<State>: @unchecked Sendable {
 extension Duration {
     /// Whole nanoseconds (negative durations count as zero), for deadlines
     /// on the monotonic clock.
-    package var nanoseconds: UInt64 {
+    public var nanoseconds: UInt64 {
         let (seconds, attoseconds) = components
         return UInt64(max(seconds, 0)) * 1_000_000_000 + UInt64(max(attoseconds, 0) / 1_000_000_000)
     }
 }
 
 /// Monotonic time in nanoseconds, the clock of every deadline in the host.
-package enum MonotonicClock {
-    package static var now: UInt64 {
+public enum MonotonicClock {
+    public static var now: UInt64 {
         var time = timespec()
         clock_gettime(CLOCK_MONOTONIC, &time)
         return UInt64(time.tv_sec) &* 1_000_000_000 &+ UInt64(time.tv_nsec)
@@ -102,7 +104,7 @@ package enum MonotonicClock {
     /// The same clock as of its last tick (a few ms behind at most), at a
     /// fraction of the cost: for per-request stamps compared against
     /// thresholds of 50 ms and more.
-    package static var coarseNow: UInt64 {
+    public static var coarseNow: UInt64 {
         var time = timespec()
         clock_gettime(CLOCK_MONOTONIC_COARSE, &time)
         return UInt64(time.tv_sec) &* 1_000_000_000 &+ UInt64(time.tv_nsec)

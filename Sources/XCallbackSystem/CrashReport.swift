@@ -31,7 +31,7 @@ public enum CrashReport {
     private static let names = Lock<[String: PluginMark]>([:])
 
     /// The mark for the plug-in named `name`.
-    package static func mark(for name: String) -> PluginMark {
+    public static func mark(for name: String) -> PluginMark {
         names.withLock { names in
             if let mark = names[name] { return mark }
             let mark = PluginMark(name: UnsafePointer(strdup(name)!))
@@ -43,13 +43,14 @@ public enum CrashReport {
 
 /// Marks a thread as running an in-process plug-in's code, for the crash
 /// line: two thread-local stores around each call, nothing else.
-package struct PluginMark: @unchecked Sendable {
+public struct PluginMark: @unchecked Sendable {
     // @unchecked: an immutable C string that is never freed.
-    package let name: UnsafePointer<CChar>
+    public let name: UnsafePointer<CChar>
 
     /// Runs `body` (a call into the plug-in) with the thread marked.
-    @inline(__always)
-    package func whileRunning<R>(_ body: () throws -> R) rethrows -> R {
+    /// Inlinable: it wraps every in-process handler call, from another module.
+    @inlinable @inline(__always)
+    public func whileRunning<R>(_ body: () throws -> R) rethrows -> R {
         let outer = xcallback_enter_plugin(name)
         defer { xcallback_leave_plugin(outer) }
         return try body()

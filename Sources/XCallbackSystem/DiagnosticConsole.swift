@@ -77,7 +77,7 @@ private func writeFully(_ descriptor: Int32, _ text: String) {
 /// A `TextOutputStream` onto the console, for `StreamLogHandler`: its text
 /// lines stay exactly what swift-log makes them.
 public struct DiagnosticConsoleStream: TextOutputStream, Sendable {
-    package let console: DiagnosticConsole
+    public let console: DiagnosticConsole
 
     public init(console: DiagnosticConsole) {
         self.console = console

@@ -11,8 +11,8 @@ import Musl
 /// permissions changed. Linux inotify, with a periodic rescan when inotify
 /// is unavailable or a directory cannot be watched. Events are coalesced:
 /// one call per burst, so a `cp` and `mv` pair costs one rescan.
-package final class DirectoryWatcher: Sendable {
-    package let directories: [String]
+public final class DirectoryWatcher: Sendable {
+    public let directories: [String]
     private let stop: StopSignal
     private let logger: Logger
     /// The inotify descriptor, or -1 when inotify is unavailable.
@@ -20,16 +20,16 @@ package final class DirectoryWatcher: Sendable {
     /// False when some directory could not be watched: rescan periodically.
     private let watchesAll: Bool
     /// How long a burst of events may run before the rescan.
-    package static let settle: Int32 = 100
+    public static let settle: Int32 = 100
     /// Rescan period when inotify cannot watch every directory.
-    package static let fallbackPeriod: Int32 = 1000
+    public static let fallbackPeriod: Int32 = 1000
 
     /// Watches the directories from now on: a change made after `init`
     /// returns is reported once `start` runs, however late the thread gets
     /// going. (The watches are not left to the thread, or a file dropped in
     /// between the host's start-up scan and the thread's first step would
     /// go unseen until the next change.)
-    package init(directories: [String], stop: StopSignal, logger: Logger) {
+    public init(directories: [String], stop: StopSignal, logger: Logger) {
         self.directories = directories
         self.stop = stop
         self.logger = logger
@@ -57,7 +57,7 @@ package final class DirectoryWatcher: Sendable {
     }
 
     /// Reports changes on a thread of its own, until the stop signal.
-    package func start(onChange: @escaping @Sendable () -> Void) {
+    public func start(onChange: @escaping @Sendable () -> Void) {
         Threads.detach { [self] in run(onChange) }
     }
 

@@ -8,14 +8,14 @@ import Musl
 /// inode, an in-place write changes size or mtime. A file whose stamp is
 /// unchanged is not looked at again, so a broken file is reported once and
 /// retried only when it changes (as GStreamer's registry does).
-package struct FileStamp: Hashable, Sendable {
-    package var device: UInt64
-    package var inode: UInt64
-    package var size: Int64
-    package var modified: Int64
-    package var modifiedNanoseconds: Int
+public struct FileStamp: Hashable, Sendable {
+    public var device: UInt64
+    public var inode: UInt64
+    public var size: Int64
+    public var modified: Int64
+    public var modifiedNanoseconds: Int
 
-    package init?(path: String) {
+    public init?(path: String) {
         var info = stat()
         guard stat(path, &info) == 0 else { return nil }
         device = UInt64(info.st_dev)

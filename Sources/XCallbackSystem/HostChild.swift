@@ -12,9 +12,9 @@ import Musl
 /// stderr, only the `placing` descriptors beside them, no signal blocked,
 /// SIGPIPE at its default, a session of its own (no controlling terminal),
 /// and the environment `passes` lets through.
-package enum HostChild {
+public enum HostChild {
     /// The child's pid, or the errno `posix_spawn` failed with.
-    package static func spawn(_ executable: String, arguments: [String], stdout: Int32, stderr: Int32,
+    public static func spawn(_ executable: String, arguments: [String], stdout: Int32, stderr: Int32,
                               placing placements: [ChildDescriptors.Placement],
                               environment passes: (Substring) -> Bool) -> Result<pid_t, SpawnError> {
         let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
@@ -30,16 +30,16 @@ package enum HostChild {
 
     /// The same, with the environment a worker under `sandbox` may see
     /// (everything, without one).
-    package static func spawn(_ executable: String, arguments: [String], stdout: Int32, stderr: Int32,
+    public static func spawn(_ executable: String, arguments: [String], stdout: Int32, stderr: Int32,
                               placing placements: [ChildDescriptors.Placement],
                               sandbox: SandboxPlan?) -> Result<pid_t, SpawnError> {
         spawn(executable, arguments: arguments, stdout: stdout, stderr: stderr, placing: placements,
               environment: { name in sandbox.map { SandboxEnvironment.passes(name, for: $0.capabilities) } ?? true })
     }
 
-    package struct SpawnError: Error, CustomStringConvertible {
-        package var code: Int32
-        package init(code: Int32) { self.code = code }
-        package var description: String { String(cString: strerror(code)) }
+    public struct SpawnError: Error, CustomStringConvertible {
+        public var code: Int32
+        public init(code: Int32) { self.code = code }
+        public var description: String { String(cString: strerror(code)) }
     }
 }

@@ -9,7 +9,7 @@ public enum JSON {
 
     private static let hex = Array("0123456789abcdef".utf8)
 
-    package static func appendString(_ text: String, to output: inout [UInt8]) {
+    public static func appendString(_ text: String, to output: inout [UInt8]) {
         output.append(UInt8(ascii: "\""))
         for byte in text.utf8 {
             switch byte {

@@ -1,10 +1,10 @@
 /// One JSON diagnostics line: `time`, `level`, `label` and `message` first,
 /// then whatever fields the caller appends. Log lines and the summary line
 /// share it, so one reader parses both.
-package struct JSONLogLine {
+public struct JSONLogLine {
     private var bytes: [UInt8] = []
 
-    package init(level: String, label: String, message: String, time: String = UTCTimestamp.now()) {
+    public init(level: String, label: String, message: String, time: String = UTCTimestamp.now()) {
         bytes.reserveCapacity(256)
         bytes.append(contentsOf: #"{"time":"#.utf8)
         JSON.appendString(time, to: &bytes)
@@ -17,7 +17,7 @@ package struct JSONLogLine {
     }
 
     /// Appends `"name":` and the value `body` writes.
-    package mutating func append(_ name: String, _ body: (inout [UInt8]) -> Void) {
+    public mutating func append(_ name: String, _ body: (inout [UInt8]) -> Void) {
         bytes.append(UInt8(ascii: ","))
         JSON.appendString(name, to: &bytes)
         bytes.append(UInt8(ascii: ":"))
@@ -25,7 +25,7 @@ package struct JSONLogLine {
     }
 
     /// The object, closed, with its newline.
-    package func finished() -> String {
+    public func finished() -> String {
         String(decoding: bytes + Array("}\n".utf8), as: UTF8.self)
     }
 }

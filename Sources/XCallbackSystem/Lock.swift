@@ -13,9 +13,12 @@ import Musl
 /// the two cost the same. The state and its mutex share one allocation: a
 /// lock is made for every request in flight on the general path
 /// (`PendingRequest`, `HandlerCall`).
-package struct Lock<State>: @unchecked Sendable {
+public struct Lock<State>: @unchecked Sendable {
     // @unchecked: the state is only touched with the mutex held.
-    private final class Storage: ManagedBuffer<State, pthread_mutex_t> {
+    // Inlinable, for the request path locks across modules: unspecialized,
+    // every call copied its state through value witnesses.
+    @usableFromInline
+    final class Storage: ManagedBuffer<State, pthread_mutex_t> {
         deinit {
             withUnsafeMutablePointerToElements { mutex in
                 pthread_mutex_destroy(mutex)
@@ -24,15 +27,17 @@ package struct Lock<State>: @unchecked Sendable {
         }
     }
 
-    private let storage: Storage
+    @usableFromInline
+    let storage: Storage
 
-    package init(_ state: State) {
+    public init(_ state: State) {
         storage = unsafeDowncast(Storage.create(minimumCapacity: 1) { _ in state }, to: Storage.self)
         _ = storage.withUnsafeMutablePointerToElements { pthread_mutex_init($0, nil) }
     }
 
     /// Runs `body` with the lock held.
-    package func withLock<Result, Failure: Error>(
+    @inlinable
+    public func withLock<Result, Failure: Error>(
         _ body: (inout State) throws(Failure) -> Result
     ) throws(Failure) -> Result {
         // Both pointers stay valid while `storage` lives, which this call

@@ -44,7 +44,7 @@ public final class OutcomeTally: Sendable {
     public init() {}
 
     /// Counts one written success or cancel record (errors need their code).
-    package func count(answered kind: OutcomeKind) {
+    public func count(answered kind: OutcomeKind) {
         precondition(kind != .error, "an error record is counted with its outcome")
         if kind == .success {
             succeeded.wrappingAdd(1, ordering: .relaxed)

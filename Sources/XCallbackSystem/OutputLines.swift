@@ -4,26 +4,26 @@
 /// bytes. What it writes is untrusted text: `PrintableText` escapes it
 /// where it is logged, so no control byte or terminal sequence reaches the
 /// operator's terminal or log file.
-package struct OutputLines {
+public struct OutputLines {
     /// A line's bytes past this are cut (and counted): a plug-in that
     /// writes a gigabyte without a newline costs the host this much.
-    package static let maxLength = 4096
+    public static let maxLength = 4096
 
     /// One finished line: its first `maxLength` bytes at most, and how many
     /// more it had.
-    package struct Line: Equatable {
-        package var text: [UInt8]
-        package var cut: Int
+    public struct Line: Equatable {
+        public var text: [UInt8]
+        public var cut: Int
     }
 
     private var pending: [UInt8] = []
     private var cut = 0
 
-    package init() {}
+    public init() {}
 
     /// Takes `bytes` and hands each line they finish to `emit`, without its
     /// newline (a CR before it is dropped too).
-    package mutating func take(_ bytes: UnsafeRawBufferPointer, emit: (Line) -> Void) {
+    public mutating func take(_ bytes: UnsafeRawBufferPointer, emit: (Line) -> Void) {
         var rest = bytes[...]
         while let newline = rest.firstIndex(of: UInt8(ascii: "\n")) {
             keep(rest[rest.startIndex..<newline])
@@ -34,7 +34,7 @@ package struct OutputLines {
     }
 
     /// The unfinished last line, if any (the plug-in's output ended).
-    package mutating func end(emit: (Line) -> Void) {
+    public mutating func end(emit: (Line) -> Void) {
         if !pending.isEmpty || cut > 0 { finish(emit) }
     }
 
@@ -55,24 +55,24 @@ package struct OutputLines {
 /// How many lines a plug-in may log: a token bucket, so a burst passes and
 /// a flood is dropped (and counted) rather than filling the operator's log
 /// or holding the host's stderr.
-package struct OutputRateLimit {
+public struct OutputRateLimit {
     /// Lines a second, sustained.
-    package static let rate: UInt64 = 100
+    public static let rate: UInt64 = 100
     /// Lines at once.
-    package static let burst: UInt64 = 500
+    public static let burst: UInt64 = 500
 
     private var tokens = Self.burst * 1_000_000_000
     private var updated: UInt64
     /// Lines dropped since the last one let through.
-    package private(set) var dropped = 0
+    public private(set) var dropped = 0
 
-    package init(now: UInt64) {
+    public init(now: UInt64) {
         updated = now
     }
 
     /// Whether a line may be logged at `now` (monotonic ns). When it may
     /// after some were dropped, `droppedBefore` says how many.
-    package mutating func admit(now: UInt64) -> (admitted: Bool, droppedBefore: Int) {
+    public mutating func admit(now: UInt64) -> (admitted: Bool, droppedBefore: Int) {
         let elapsed = now &- updated
         updated = now
         // Tokens are kept in nanoseconds-of-a-line so no rounding is lost;
@@ -90,7 +90,7 @@ package struct OutputRateLimit {
     }
 
     /// Lines dropped and not yet reported, now reported.
-    package mutating func takeDropped() -> Int {
+    public mutating func takeDropped() -> Int {
         defer { dropped = 0 }
         return dropped
     }

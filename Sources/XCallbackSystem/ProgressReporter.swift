@@ -95,7 +95,7 @@ public final class ProgressReporter: Sendable {
     }
 
     /// The text of one progress line (no newline).
-    package static func line(done: UInt64, percentRead: Int?, rate: Double, errors: UInt64) -> String {
+    public static func line(done: UInt64, percentRead: Int?, rate: Double, errors: UInt64) -> String {
         var parts = ["\(done) done"]
         if let percentRead { parts.append("\(percentRead)% read") }
         parts.append("\(Int(rate.rounded()))/s")

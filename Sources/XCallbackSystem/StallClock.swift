@@ -12,20 +12,20 @@ import Musl
 /// reader that stops reading altogether (a wedged worker) still has the
 /// input handed on after that, so the other plug-ins' requests, and a
 /// stop, are not held up behind it.
-package enum StallClock {
+public enum StallClock {
     /// How long a write to a worker may wait for it before the input moves
     /// on (`readerPatience` applies whatever the writer asked for).
-    package static let readerPatience: UInt64 = 1_000_000_000
+    public static let readerPatience: UInt64 = 1_000_000_000
     /// Set in an item's stamp while its thread waits for a reader (stamps
     /// are odd, and this bit is not the time's).
-    package static let waitingBit: UInt64 = 2
+    public static let waitingBit: UInt64 = 2
 
     /// This thread's loop and the stamp of its current item.
-    package final class Owner {
-        package unowned let loop: StallPausable
-        package var stamp: UInt64 = 0
+    public final class Owner {
+        public unowned let loop: StallPausable
+        public var stamp: UInt64 = 0
 
-        package init(loop: StallPausable) { self.loop = loop }
+        public init(loop: StallPausable) { self.loop = loop }
     }
 
     private static let key: pthread_key_t = {
@@ -34,7 +34,7 @@ package enum StallClock {
         return key
     }()
 
-    package static func setCurrent(_ owner: Owner?) {
+    public static func setCurrent(_ owner: Owner?) {
         let previous = pthread_getspecific(key)
         if let previous { Unmanaged<Owner>.fromOpaque(previous).release() }
         pthread_setspecific(key, owner.map { Unmanaged.passRetained($0).toOpaque() })
@@ -43,7 +43,7 @@ package enum StallClock {
     /// Runs `body`, which may block on back-pressure, with this thread's
     /// stall clock stopped for up to `patience` ns (nil: for as long as the
     /// reader takes, for the output a user reads at their own pace).
-    package static func whileWaitingForReader<R>(patience: UInt64?, _ body: () -> R) -> R {
+    public static func whileWaitingForReader<R>(patience: UInt64?, _ body: () -> R) -> R {
         guard let raw = pthread_getspecific(key) else { return body() }
         let owner = Unmanaged<Owner>.fromOpaque(raw).takeUnretainedValue()
         // 0 is "idle", which the watchdog never hands off.
@@ -62,7 +62,7 @@ package enum StallClock {
 }
 
 /// A loop whose stall clock a blocked thread can stop.
-package protocol StallPausable: AnyObject {
+public protocol StallPausable: AnyObject {
     func pause(_ stamp: UInt64, waiting: UInt64) -> Bool
     func resume(from waiting: UInt64, to stamp: UInt64) -> Bool
 }

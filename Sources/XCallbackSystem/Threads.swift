@@ -7,13 +7,13 @@ import Musl
 /// Starts a detached OS thread. The host uses plain threads, not Swift
 /// concurrency, for loops that block in system calls or in plug-in code:
 /// a blocked cooperative-pool thread would starve unrelated tasks.
-package enum Threads {
+public enum Threads {
     private final class Box: @unchecked Sendable {
         let body: () -> Void
         init(_ body: @escaping () -> Void) { self.body = body }
     }
 
-    package static func detach(_ body: @escaping @Sendable () -> Void) {
+    public static func detach(_ body: @escaping @Sendable () -> Void) {
         let box = Unmanaged.passRetained(Box(body)).toOpaque()
         var thread = pthread_t()
         var attributes = pthread_attr_t()

@@ -6,14 +6,14 @@ import Musl
 
 /// Wall-clock time as RFC 3339 in UTC with milliseconds,
 /// `2025-06-01T12:34:56.789Z`, for JSON diagnostics.
-package enum UTCTimestamp {
-    package static func now() -> String {
+public enum UTCTimestamp {
+    public static func now() -> String {
         var time = timespec()
         clock_gettime(CLOCK_REALTIME, &time)
         return format(seconds: time.tv_sec, milliseconds: Int(time.tv_nsec / 1_000_000))
     }
 
-    package static func format(seconds: Int, milliseconds: Int) -> String {
+    public static func format(seconds: Int, milliseconds: Int) -> String {
         var seconds = time_t(seconds)
         var parts = tm()
         gmtime_r(&seconds, &parts)

@@ -28,7 +28,7 @@ public struct WorkerLogHandler: LogHandler {
 
     /// The level a relayed line names at its start, and the rest of it; a
     /// line without one (a plug-in's own print) is a warning.
-    package static func level(of line: Substring) -> (Logger.Level, Substring) {
+    public static func level(of line: Substring) -> (Logger.Level, Substring) {
         guard let colon = line.firstIndex(of: ":"), line.index(after: colon) < line.endIndex,
               line[line.index(after: colon)] == " ",
               let level = Logger.Level(rawValue: String(line[..<colon]))

@@ -25,16 +25,16 @@ import Musl
 /// one worker's output a second: past that it leaves the pipe alone until
 /// the next second, so a plug-in that writes as fast as it can blocks on
 /// its own full pipe instead of spending the host's time.
-package final class WorkerOutputRelay: Sendable {
+public final class WorkerOutputRelay: Sendable {
     /// The ends a new worker gets as its stdout and stderr, and the handle
     /// that names it in the log.
-    package struct ChildEnds: Sendable {
-        package let stdout: Int32
-        package let stderr: Int32
-        package let channel: Channel
+    public struct ChildEnds: Sendable {
+        public let stdout: Int32
+        public let stderr: Int32
+        public let channel: Channel
 
         /// Closes the host's copies once the child has its own.
-        package func closeInHost() {
+        public func closeInHost() {
             closeDescriptor(stdout)
             closeDescriptor(stderr)
         }
@@ -42,7 +42,7 @@ package final class WorkerOutputRelay: Sendable {
 
     /// One worker's two streams: its name in the log, and the lines it may
     /// still log this second (shared by both streams).
-    package final class Channel: Sendable {
+    public final class Channel: Sendable {
         private let label: Lock<String>
         fileprivate let limit: Lock<OutputRateLimit>
         /// Bytes read this second, and when the second began.
@@ -72,9 +72,9 @@ package final class WorkerOutputRelay: Sendable {
         }
 
         /// The plug-in's own name, once its worker has said it.
-        package func rename(_ name: String) { label.withLock { $0 = name } }
+        public func rename(_ name: String) { label.withLock { $0 = name } }
 
-        package var name: String { label.withLock { $0 } }
+        public var name: String { label.withLock { $0 } }
     }
 
     private final class Source: @unchecked Sendable {
@@ -95,7 +95,7 @@ package final class WorkerOutputRelay: Sendable {
     }
 
     /// Bytes of one worker's output read a second, at most.
-    package static let bytesPerSecond = 1 << 20
+    public static let bytesPerSecond = 1 << 20
 
     private let logger: Logger
     private let sources = ConditionLock<[Source]>([])
@@ -103,7 +103,7 @@ package final class WorkerOutputRelay: Sendable {
     private let wake: (read: Int32, write: Int32)
     private let started = Lock(false)
 
-    package init(logger: Logger) {
+    public init(logger: Logger) {
         self.logger = logger
         var ends: [Int32] = [-1, -1]
         if xcallback_pipe_cloexec(&ends) == 0 {
@@ -117,7 +117,7 @@ package final class WorkerOutputRelay: Sendable {
     /// it names itself); nil when the host is out of descriptors (the
     /// caller then gives the worker `/dev/null`). `lingers`: the writer
     /// lives as long as the host (`waitUntilRelayed` does not wait for it).
-    package func open(label: String, lingers: Bool = false) -> ChildEnds? {
+    public func open(label: String, lingers: Bool = false) -> ChildEnds? {
         var stdout: [Int32] = [-1, -1]
         var stderr: [Int32] = [-1, -1]
         guard wake.read >= 0, xcallback_pipe_cloexec(&stdout) == 0 else { return nil }
@@ -182,7 +182,7 @@ package final class WorkerOutputRelay: Sendable {
 
     /// Waits until everything the workers that exited wrote is logged (their
     /// pipes ended), or `deadline`: the host's last lines before it exits.
-    package func waitUntilRelayed(until deadline: UInt64) {
+    public func waitUntilRelayed(until deadline: UInt64) {
         sources.wait(until: { $0.allSatisfy(\.lingers) }, deadline: deadline) { _ in }
     }
 
@@ -219,7 +219,7 @@ package final class WorkerOutputRelay: Sendable {
     /// takes up to four times the bytes), at the level a worker's own log
     /// line names but never above `warning` (a plug-in's word cannot raise
     /// an operator's alarm), tagged with the plug-in and stream.
-    package static func log(_ line: OutputLines.Line, plugin: String, stream: String, to logger: Logger) {
+    public static func log(_ line: OutputLines.Line, plugin: String, stream: String, to logger: Logger) {
         let escaped = PrintableText.escaping(String(decoding: line.text, as: UTF8.self))
         let (named, message) = WorkerLogHandler.level(of: escaped[...])
         var text = String(message.prefix(OutputLines.maxLength))

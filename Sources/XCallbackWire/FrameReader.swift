@@ -6,8 +6,8 @@ import Musl
 
 /// Reads frames from a socket in large chunks, so a burst of pipelined
 /// frames costs one `read`.
-package final class FrameReader {
-    package enum Next {
+public final class FrameReader {
+    public enum Next {
         case frame(WorkerFrame)
         /// The peer closed, or the stream broke.
         case end
@@ -18,7 +18,7 @@ package final class FrameReader {
     }
 
     /// What `intercept` did with a frame.
-    package enum Interception {
+    public enum Interception {
         /// Nothing: decode it as usual.
         case decode
         /// Took it; go on to the next frame.
@@ -35,7 +35,7 @@ package final class FrameReader {
     private var chunk: UnsafeMutableRawPointer?
     private static let chunkSize = 128 * 1024
 
-    package init(descriptor: Int32) {
+    public init(descriptor: Int32) {
         self.descriptor = descriptor
     }
 
@@ -52,7 +52,7 @@ package final class FrameReader {
     /// Sees each frame's kind and payload before it is decoded (the lanes
     /// read requests and answers in place); the payload is valid only
     /// during the call.
-    package typealias Intercept = (_ kind: UInt8, _ payload: UnsafeRawBufferPointer) -> Interception
+    public typealias Intercept = (_ kind: UInt8, _ payload: UnsafeRawBufferPointer) -> Interception
 
     /// The frame at the start of `bytes`: length (4 bytes, little-endian),
     /// kind (1 byte), payload.
@@ -74,7 +74,7 @@ package final class FrameReader {
     }
 
     /// The whole frames in `bytes`, up to the first that does not decode.
-    package static func frames(in bytes: UnsafeRawBufferPointer) -> [WorkerFrame] {
+    public static func frames(in bytes: UnsafeRawBufferPointer) -> [WorkerFrame] {
         var frames: [WorkerFrame] = []
         var offset = 0
         while case .frame(let frame, let size) = decodeFrame(UnsafeRawBufferPointer(rebasing: bytes[offset...])) {
@@ -86,7 +86,7 @@ package final class FrameReader {
 
     /// The next frame; `beforeBlocking` runs before each blocking read, and
     /// `intercept` (if any) sees every frame first.
-    package func next(beforeBlocking: () -> Void, intercept: Intercept? = nil) -> Next {
+    public func next(beforeBlocking: () -> Void, intercept: Intercept? = nil) -> Next {
         while true {
             let decoded = buffer.withUnsafeBytes {
                 Self.decodeFrame(UnsafeRawBufferPointer(rebasing: $0[start...]), intercept: intercept)

@@ -16,8 +16,8 @@ import Musl
 /// attempt u32. This type is the only code that knows that order: the
 /// general path writes it from `RequestFields`, a lane from the bytes of its
 /// `NativeRequest`, and both read it through `read(_:into:)`.
-package enum RequestFrame {
-    package static func write(id: UInt64, handler: UInt32, _ content: some RequestFrameContent,
+public enum RequestFrame {
+    public static func write(id: UInt64, handler: UInt32, _ content: some RequestFrameContent,
                               into output: inout [UInt8]) {
         WorkerFrame.appendFrame(.request, into: &output) { writer in
             writer.u64(id)
@@ -41,7 +41,7 @@ package enum RequestFrame {
     /// Reads a payload field by field into `builder`; the frame's id and
     /// handler, or nil when the payload is malformed (what `builder` was
     /// given before then is to be thrown away).
-    package static func read(_ payload: UnsafeRawBufferPointer, into builder: inout some RequestFrameBuilder)
+    public static func read(_ payload: UnsafeRawBufferPointer, into builder: inout some RequestFrameBuilder)
         -> (id: UInt64, handler: UInt32)? {
         var reader = WireReader(bytes: payload)
         guard let id = reader.u64(), let handler = reader.u32(), let url = reader.span(), let scheme = reader.span(),
@@ -60,7 +60,7 @@ package enum RequestFrame {
     }
 
     /// A payload's handler, without reading the rest.
-    package static func handler(of payload: UnsafeRawBufferPointer) -> UInt32? {
+    public static func handler(of payload: UnsafeRawBufferPointer) -> UInt32? {
         var reader = WireReader(bytes: payload)
         guard reader.u64() != nil else { return nil }
         return reader.u32()
@@ -69,7 +69,7 @@ package enum RequestFrame {
 
 /// What a `request` frame is written from; each field is written with the
 /// wire's string and pair encodings (`WireWriter`).
-package protocol RequestFrameContent {
+public protocol RequestFrameContent {
     func writeURL(_ writer: inout WireWriter)
     func writeScheme(_ writer: inout WireWriter)
     var hasSource: Bool { get }
@@ -82,7 +82,7 @@ package protocol RequestFrameContent {
 
 /// What a `request` frame is read into: each field's bytes, in the payload
 /// and valid only during the call.
-package protocol RequestFrameBuilder {
+public protocol RequestFrameBuilder {
     mutating func begin(byteCount: Int)
     mutating func url(_ bytes: UnsafeRawBufferPointer)
     mutating func scheme(_ bytes: UnsafeRawBufferPointer)
@@ -95,33 +95,33 @@ package protocol RequestFrameBuilder {
 // MARK: the general path's shape
 
 extension RequestFields: RequestFrameContent {
-    package func writeURL(_ writer: inout WireWriter) { writer.string(url) }
-    package func writeScheme(_ writer: inout WireWriter) { writer.string(scheme) }
-    package var hasSource: Bool { source != nil }
-    package func writeSource(_ writer: inout WireWriter) { writer.string(source ?? "") }
-    package func writeParameters(_ writer: inout WireWriter) { writer.pairs(parameters) }
-    package func writeArguments(_ writer: inout WireWriter) { writer.pairs(arguments) }
-    package var requestID: UInt64 { id }
+    public func writeURL(_ writer: inout WireWriter) { writer.string(url) }
+    public func writeScheme(_ writer: inout WireWriter) { writer.string(scheme) }
+    public var hasSource: Bool { source != nil }
+    public func writeSource(_ writer: inout WireWriter) { writer.string(source ?? "") }
+    public func writeParameters(_ writer: inout WireWriter) { writer.pairs(parameters) }
+    public func writeArguments(_ writer: inout WireWriter) { writer.pairs(arguments) }
+    public var requestID: UInt64 { id }
 }
 
 /// Reads a `request` frame into `RequestFields` (a worker's general path,
 /// and `WorkerFrame.decode`).
-package struct RequestFieldsBuilder: RequestFrameBuilder {
-    package var fields = RequestFields(url: "", scheme: "", source: nil, parameters: [], arguments: [])
+public struct RequestFieldsBuilder: RequestFrameBuilder {
+    public var fields = RequestFields(url: "", scheme: "", source: nil, parameters: [], arguments: [])
 
-    package init() {}
+    public init() {}
 
-    package mutating func begin(byteCount: Int) {}
-    package mutating func url(_ bytes: UnsafeRawBufferPointer) { fields.url = Self.text(bytes) }
-    package mutating func scheme(_ bytes: UnsafeRawBufferPointer) { fields.scheme = Self.text(bytes) }
-    package mutating func source(_ bytes: UnsafeRawBufferPointer) { fields.source = Self.text(bytes) }
-    package mutating func parameter(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+    public mutating func begin(byteCount: Int) {}
+    public mutating func url(_ bytes: UnsafeRawBufferPointer) { fields.url = Self.text(bytes) }
+    public mutating func scheme(_ bytes: UnsafeRawBufferPointer) { fields.scheme = Self.text(bytes) }
+    public mutating func source(_ bytes: UnsafeRawBufferPointer) { fields.source = Self.text(bytes) }
+    public mutating func parameter(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
         fields.parameters.append(QueryParameter(name: Self.text(name), value: Self.text(value)))
     }
-    package mutating func argument(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+    public mutating func argument(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
         fields.arguments.append(QueryParameter(name: Self.text(name), value: Self.text(value)))
     }
-    package mutating func finish(requestID: UInt64, attempt: UInt32) {
+    public mutating func finish(requestID: UInt64, attempt: UInt32) {
         fields.id = requestID
         fields.attempt = attempt
     }
@@ -133,22 +133,22 @@ package struct RequestFieldsBuilder: RequestFrameBuilder {
 
 /// A request a host lane filled in place, as a frame's content: `urlCount`
 /// bytes of URL, and no route arguments (a lane's routes are all literals).
-package struct LaneRequestContent: RequestFrameContent {
-    package let request: NativeRequest
-    package let urlCount: Int
+public struct LaneRequestContent: RequestFrameContent {
+    public let request: NativeRequest
+    public let urlCount: Int
 
-    package init(_ request: NativeRequest, urlCount: Int) {
+    public init(_ request: NativeRequest, urlCount: Int) {
         self.request = request
         self.urlCount = urlCount
     }
 
-    package func writeURL(_ writer: inout WireWriter) { writer.bytes(request.url, count: urlCount) }
-    package func writeScheme(_ writer: inout WireWriter) { writer.bytes(request.scheme, count: strlen(request.scheme)) }
-    package var hasSource: Bool { request.source != nil }
-    package func writeSource(_ writer: inout WireWriter) {
+    public func writeURL(_ writer: inout WireWriter) { writer.bytes(request.url, count: urlCount) }
+    public func writeScheme(_ writer: inout WireWriter) { writer.bytes(request.scheme, count: strlen(request.scheme)) }
+    public var hasSource: Bool { request.source != nil }
+    public func writeSource(_ writer: inout WireWriter) {
         if let source = request.source { writer.bytes(source, count: strlen(source)) }
     }
-    package func writeParameters(_ writer: inout WireWriter) {
+    public func writeParameters(_ writer: inout WireWriter) {
         let count = request.parameterCount
         writer.u32(UInt32(count))
         for index in 0..<count {
@@ -159,31 +159,31 @@ package struct LaneRequestContent: RequestFrameContent {
             writer.bytes(value, count: valueCount)
         }
     }
-    package func writeArguments(_ writer: inout WireWriter) { writer.u32(0) }
-    package var requestID: UInt64 { request.id }
-    package var attempt: UInt32 { request.attempt }
+    public func writeArguments(_ writer: inout WireWriter) { writer.u32(0) }
+    public var requestID: UInt64 { request.id }
+    public var attempt: UInt32 { request.attempt }
 }
 
 /// Reads a `request` frame into a worker lane's `NativeRequest`, in place,
 /// for the route `route`.
-package struct NativeRequestFiller: RequestFrameBuilder {
-    package let request: NativeRequest
-    package let route: String
+public struct NativeRequestFiller: RequestFrameBuilder {
+    public let request: NativeRequest
+    public let route: String
 
-    package init(_ request: NativeRequest, route: String) {
+    public init(_ request: NativeRequest, route: String) {
         self.request = request
         self.route = route
     }
 
-    package func begin(byteCount: Int) { request.beginFill(byteCount: byteCount, route: route) }
-    package func url(_ bytes: UnsafeRawBufferPointer) { request.addURL(bytes) }
-    package func scheme(_ bytes: UnsafeRawBufferPointer) { request.addScheme(bytes) }
-    package func source(_ bytes: UnsafeRawBufferPointer) { request.addSource(bytes) }
-    package func parameter(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+    public func begin(byteCount: Int) { request.beginFill(byteCount: byteCount, route: route) }
+    public func url(_ bytes: UnsafeRawBufferPointer) { request.addURL(bytes) }
+    public func scheme(_ bytes: UnsafeRawBufferPointer) { request.addScheme(bytes) }
+    public func source(_ bytes: UnsafeRawBufferPointer) { request.addSource(bytes) }
+    public func parameter(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
         request.addParameter(name: name, value: value)
     }
-    package func argument(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+    public func argument(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
         request.addArgument(name: name, value: value)
     }
-    package func finish(requestID: UInt64, attempt: UInt32) { request.assign(id: requestID, attempt: attempt) }
+    public func finish(requestID: UInt64, attempt: UInt32) { request.assign(id: requestID, attempt: attempt) }
 }

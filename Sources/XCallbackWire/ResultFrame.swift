@@ -9,15 +9,15 @@ import XCallbackURL
 /// a `HandlerResult`, its lane from the bytes in its `ReplyCapture`, and the
 /// host reads every one through `read(_:into:)`: in place when it can write
 /// the record from the bytes, as a `HandlerResult` when it cannot.
-package enum ResultFrame {
+public enum ResultFrame {
     /// What a handler's call came to, as the wire names it.
-    package enum Code: UInt8, Sendable {
+    public enum Code: UInt8, Sendable {
         case success = 0
         case error = 1
         case cancel = 2
         case declined = 3
 
-        package init(_ kind: OutcomeKind) {
+        public init(_ kind: OutcomeKind) {
             switch kind {
             case .success: self = .success
             case .error: self = .error
@@ -26,7 +26,7 @@ package enum ResultFrame {
         }
 
         /// The outcome kind, nil for a decline.
-        package var outcomeKind: OutcomeKind? {
+        public var outcomeKind: OutcomeKind? {
             switch self {
             case .success: .success
             case .error: .error
@@ -36,7 +36,7 @@ package enum ResultFrame {
         }
     }
 
-    package static func write(id: UInt64, _ result: HandlerResult, into output: inout [UInt8]) {
+    public static func write(id: UInt64, _ result: HandlerResult, into output: inout [UInt8]) {
         WorkerFrame.appendFrame(.result, into: &output) { writer in
             writer.u64(id)
             switch result {
@@ -52,7 +52,7 @@ package enum ResultFrame {
 
     /// The answer a worker's lane left in `capture` (a success or a cancel),
     /// from its bytes: the frame `write(id:_:into:)` makes of the same answer.
-    package static func write(id: UInt64, capture: ReplyCapture, into output: inout [UInt8]) {
+    public static func write(id: UInt64, capture: ReplyCapture, into output: inout [UInt8]) {
         WorkerFrame.appendFrame(.result, into: &output) { writer in
             writer.u64(id)
             writer.u8(Code(capture.kind).rawValue)
@@ -68,7 +68,7 @@ package enum ResultFrame {
 
     /// Reads a payload: its id and code, with each parameter's name and
     /// value as ranges of the payload in `parameters`; nil when malformed.
-    package static func read(_ payload: UnsafeRawBufferPointer, into parameters: inout [ByteParameter])
+    public static func read(_ payload: UnsafeRawBufferPointer, into parameters: inout [ByteParameter])
         -> (id: UInt64, code: Code)? {
         var reader = WireReader(bytes: payload)
         guard let id = reader.u64(), let code = reader.u8().flatMap(Code.init(rawValue:)) else { return nil }
@@ -86,7 +86,7 @@ package enum ResultFrame {
     /// payload's bytes: a success, or a cancel without parameters, all its
     /// text UTF-8. Nil otherwise, malformed included: `decode` then tells
     /// the two apart.
-    package static func answerInPlace(_ payload: UnsafeRawBufferPointer, into parameters: inout [ByteParameter])
+    public static func answerInPlace(_ payload: UnsafeRawBufferPointer, into parameters: inout [ByteParameter])
         -> (id: UInt64, kind: OutcomeKind)? {
         guard let (id, code) = read(payload, into: &parameters),
               code == .success || (code == .cancel && parameters.isEmpty)
@@ -101,7 +101,7 @@ package enum ResultFrame {
     }
 
     /// The frame as a `HandlerResult`; text that is not UTF-8 is repaired.
-    package static func decode(_ payload: UnsafeRawBufferPointer) -> (id: UInt64, result: HandlerResult)? {
+    public static func decode(_ payload: UnsafeRawBufferPointer) -> (id: UInt64, result: HandlerResult)? {
         var ranges: [ByteParameter] = []
         guard let (id, code) = read(payload, into: &ranges) else { return nil }
         guard let kind = code.outcomeKind else { return (id, .declined) }

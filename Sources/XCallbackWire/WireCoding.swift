@@ -7,30 +7,30 @@ import Musl
 #endif
 
 /// Appends little-endian integers and length-prefixed strings.
-package struct WireWriter {
-    package var output: [UInt8]
+public struct WireWriter {
+    public var output: [UInt8]
 
-    package mutating func u8(_ value: UInt8) { output.append(value) }
-    package mutating func u16(_ value: UInt16) {
+    public mutating func u8(_ value: UInt8) { output.append(value) }
+    public mutating func u16(_ value: UInt16) {
         output.append(UInt8(truncatingIfNeeded: value))
         output.append(UInt8(truncatingIfNeeded: value >> 8))
     }
-    package mutating func u32(_ value: UInt32) {
+    public mutating func u32(_ value: UInt32) {
         withUnsafeBytes(of: value.littleEndian) { output.append(contentsOf: $0) }
     }
-    package mutating func u64(_ value: UInt64) {
+    public mutating func u64(_ value: UInt64) {
         withUnsafeBytes(of: value.littleEndian) { output.append(contentsOf: $0) }
     }
-    package mutating func string(_ text: String) {
+    public mutating func string(_ text: String) {
         u32(UInt32(text.utf8.count))
         output.append(contentsOf: text.utf8)
     }
     /// As `string`, for `count` bytes at `text`.
-    package mutating func bytes(_ text: UnsafeRawPointer, count: Int) {
+    public mutating func bytes(_ text: UnsafeRawPointer, count: Int) {
         u32(UInt32(count))
         output.append(contentsOf: UnsafeRawBufferPointer(start: text, count: count))
     }
-    package mutating func pairs(_ items: [QueryParameter]) {
+    public mutating func pairs(_ items: [QueryParameter]) {
         u32(UInt32(items.count))
         for item in items {
             string(item.name)
@@ -40,25 +40,25 @@ package struct WireWriter {
 }
 
 /// Reads what WireWriter wrote; every read is bounds-checked.
-package struct WireReader {
-    package let bytes: UnsafeRawBufferPointer
-    package var offset = 0
+public struct WireReader {
+    public let bytes: UnsafeRawBufferPointer
+    public var offset = 0
 
-    package var isAtEnd: Bool { offset == bytes.count }
+    public var isAtEnd: Bool { offset == bytes.count }
 
-    package mutating func u8() -> UInt8? {
+    public mutating func u8() -> UInt8? {
         guard offset < bytes.count else { return nil }
         defer { offset += 1 }
         return bytes[offset]
     }
-    package mutating func u16() -> UInt16? { integer(2).map { UInt16(truncatingIfNeeded: $0) } }
+    public mutating func u16() -> UInt16? { integer(2).map { UInt16(truncatingIfNeeded: $0) } }
 
-    package mutating func u32() -> UInt32? {
+    public mutating func u32() -> UInt32? {
         guard bytes.count - offset >= 4 else { return nil }
         defer { offset += 4 }
         return UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
     }
-    package mutating func u64() -> UInt64? {
+    public mutating func u64() -> UInt64? {
         guard bytes.count - offset >= 8 else { return nil }
         defer { offset += 8 }
         return UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
@@ -73,13 +73,13 @@ package struct WireReader {
     }
 
     /// A string's place in the payload, without reading it.
-    package mutating func span() -> (start: Int, count: Int)? {
+    public mutating func span() -> (start: Int, count: Int)? {
         guard let length = u32().map(Int.init), bytes.count - offset >= length else { return nil }
         defer { offset += length }
         return (offset, length)
     }
 
-    package mutating func string() -> String? {
+    public mutating func string() -> String? {
         guard let length = u32().map(Int.init), bytes.count - offset >= length else { return nil }
         defer { offset += length }
         return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + length]), as: UTF8.self)
@@ -89,7 +89,7 @@ package struct WireReader {
     /// handing each pair's place in the payload to `body`; false when
     /// malformed. The count is bounded by the bytes left before anything
     /// is read, so a hostile count costs nothing.
-    package mutating func eachPair(_ body: (_ name: (start: Int, count: Int), _ value: (start: Int, count: Int)) -> Void) -> Bool {
+    public mutating func eachPair(_ body: (_ name: (start: Int, count: Int), _ value: (start: Int, count: Int)) -> Void) -> Bool {
         guard let count = u32(), Int(count) <= (bytes.count - offset) / 8 else { return false }
         for _ in 0..<count {
             guard let name = span(), let value = span() else { return false }
@@ -98,7 +98,7 @@ package struct WireReader {
         return true
     }
 
-    package mutating func pairs() -> [QueryParameter]? {
+    public mutating func pairs() -> [QueryParameter]? {
         guard let count = u32(), Int(count) <= (bytes.count - offset) / 8 else { return nil }
         var items: [QueryParameter] = []
         items.reserveCapacity(Int(count))
@@ -111,7 +111,7 @@ package struct WireReader {
 }
 
 extension UnsafeRawBufferPointer {
-    package func slice(_ span: (start: Int, count: Int)) -> UnsafeRawBufferPointer {
+    public func slice(_ span: (start: Int, count: Int)) -> UnsafeRawBufferPointer {
         UnsafeRawBufferPointer(rebasing: self[span.start..<span.start + span.count])
     }
 }

@@ -13,7 +13,7 @@ import Musl
 /// the payload; strings are a 4-byte length and UTF-8 bytes. Requests are
 /// pipelined: the host sends as many as it has without waiting, and the
 /// worker answers in completion order, each answer naming its request id.
-package enum WorkerFrame: Equatable, Sendable {
+public enum WorkerFrame: Equatable, Sendable {
     /// Host → worker, first frame: the protocol version the host speaks.
     /// `taken`: routes other plug-ins own (pattern, owner), so the worker's
     /// registration refuses a conflicting one as an in-process load would.
@@ -35,18 +35,18 @@ package enum WorkerFrame: Equatable, Sendable {
     case shutdown
 
     /// 3: a request frame carries the request's attempt after its id.
-    package static let protocolVersion: UInt32 = 3
+    public static let protocolVersion: UInt32 = 3
     /// Frames larger than this are a protocol error, not an allocation.
-    package static let maxPayload = 16 * 1024 * 1024
+    public static let maxPayload = 16 * 1024 * 1024
 
-    package struct WireInfo: Equatable, Sendable {
-        package var name: String
-        package var version: String
-        package var summary: String
-        package var abiMajor: UInt16
-        package var abiMinor: UInt16
+    public struct WireInfo: Equatable, Sendable {
+        public var name: String
+        public var version: String
+        public var summary: String
+        public var abiMajor: UInt16
+        public var abiMinor: UInt16
 
-        package init(name: String, version: String, summary: String, abiMajor: UInt16, abiMinor: UInt16) {
+        public init(name: String, version: String, summary: String, abiMajor: UInt16, abiMinor: UInt16) {
             self.name = name
             self.version = version
             self.summary = summary
@@ -55,13 +55,13 @@ package enum WorkerFrame: Equatable, Sendable {
         }
     }
 
-    package enum Kind: UInt8 {
+    public enum Kind: UInt8 {
         case hello = 1, ready, loadFailed, request, result, returned, shutdown
     }
 
     // MARK: encoding and decoding, kind by kind
 
-    package func encode(into output: inout [UInt8]) {
+    public func encode(into output: inout [UInt8]) {
         switch self {
         case .hello(let version, let taken):
             Self.appendFrame(.hello, into: &output) { writer in
@@ -94,7 +94,7 @@ package enum WorkerFrame: Equatable, Sendable {
 
     /// Decodes one frame's kind and payload; nil when malformed. Trailing
     /// bytes are malformed too: the two sides disagree on the format.
-    package static func decode(kind rawKind: UInt8, payload: UnsafeRawBufferPointer) -> WorkerFrame? {
+    public static func decode(kind rawKind: UInt8, payload: UnsafeRawBufferPointer) -> WorkerFrame? {
         guard let kind = Kind(rawValue: rawKind) else { return nil }
         var reader = WireReader(bytes: payload)
         switch kind {
@@ -130,7 +130,7 @@ package enum WorkerFrame: Equatable, Sendable {
     }
 
     /// The id of a `returned` frame's payload (a lane reads it in place).
-    package static func returnedID(_ payload: UnsafeRawBufferPointer) -> UInt64? {
+    public static func returnedID(_ payload: UnsafeRawBufferPointer) -> UInt64? {
         var reader = WireReader(bytes: payload)
         guard let id = reader.u64(), reader.isAtEnd else { return nil }
         return id
@@ -138,7 +138,7 @@ package enum WorkerFrame: Equatable, Sendable {
 
     /// Appends one frame: its payload's length, `kind`, and the payload
     /// `fill` writes.
-    package static func appendFrame(_ kind: Kind, into output: inout [UInt8], _ fill: (inout WireWriter) -> Void) {
+    public static func appendFrame(_ kind: Kind, into output: inout [UInt8], _ fill: (inout WireWriter) -> Void) {
         let start = output.count
         var writer = WireWriter(output: [])
         swap(&writer.output, &output)
@@ -151,7 +151,7 @@ package enum WorkerFrame: Equatable, Sendable {
         }
     }
 
-    package static let requestKind = Kind.request.rawValue
-    package static let resultKind = Kind.result.rawValue
-    package static let returnedKind = Kind.returned.rawValue
+    public static let requestKind = Kind.request.rawValue
+    public static let resultKind = Kind.result.rawValue
+    public static let returnedKind = Kind.returned.rawValue
 }

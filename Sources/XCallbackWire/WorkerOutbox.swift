@@ -6,7 +6,7 @@ import Musl
 #endif
 
 /// Where a worker writes its frames.
-package protocol FrameOutput: Flushable {
+public protocol FrameOutput: Flushable {
     /// Adds the bytes of whole frames, in order, under the writer's lock.
     func append(_ fill: (inout [UInt8]) -> Void)
 }
@@ -19,7 +19,7 @@ extension BufferedWriter: FrameOutput {}
 /// plug-in crashes the worker before a batch is written, the answers in it
 /// are not lost: the host reads them from the page. Thread-safe; frames keep
 /// the order of `append`.
-package final class WorkerOutbox: FrameOutput, @unchecked Sendable {
+public final class WorkerOutbox: FrameOutput, @unchecked Sendable {
     // @unchecked: the outbox bytes and `scratch` are touched only under `lock`.
     private let page: WorkerProgress
     private let descriptor: Int32
@@ -29,14 +29,14 @@ package final class WorkerOutbox: FrameOutput, @unchecked Sendable {
     private var closed = false
 
     /// `onClosed` runs when a write finds the host gone.
-    package init(page: WorkerProgress, descriptor: Int32, onClosed: @escaping @Sendable () -> Void) {
+    public init(page: WorkerProgress, descriptor: Int32, onClosed: @escaping @Sendable () -> Void) {
         self.page = page
         self.descriptor = descriptor
         self.onClosed = onClosed
     }
 
     /// Adds the bytes of whole frames, written by `fill`.
-    package func append(_ fill: (inout [UInt8]) -> Void) {
+    public func append(_ fill: (inout [UInt8]) -> Void) {
         let deferred = BatchingThread.isCurrent
         var closedNow = false
         lock.withLock { _ in
@@ -63,7 +63,7 @@ package final class WorkerOutbox: FrameOutput, @unchecked Sendable {
         if deferred { _ = BatchingThread.deferFlush(self) }
     }
 
-    package func flush() {
+    public func flush() {
         var closedNow = false
         lock.withLock { _ in
             guard !closed else { return }

@@ -23,12 +23,12 @@ import Musl
 ///
 /// Shared memory, not a frame: this must survive a worker that dies between
 /// any two instructions.
-package final class WorkerProgress: @unchecked Sendable {
+public final class WorkerProgress: @unchecked Sendable {
     // @unchecked: the words are touched through atomic loads and stores;
     // the outbox bytes only by the worker's outbox (under its lock) and, once
     // the worker is dead, by the host.
     /// The descriptor the worker finds the page on.
-    package static let workerDescriptor: Int32 = 5
+    public static let workerDescriptor: Int32 = 5
     private static let size = WorkerPageLayout.size
     private static let header = WorkerPageLayout.header
 
@@ -47,7 +47,7 @@ package final class WorkerProgress: @unchecked Sendable {
     }
 
     /// A new page for a worker about to start; `descriptor` is handed to it.
-    package static func create() -> (progress: WorkerProgress, descriptor: Int32)? {
+    public static func create() -> (progress: WorkerProgress, descriptor: Int32)? {
         let descriptor = xcallback_shared_page_create("xcallback-worker-progress", size)
         guard descriptor >= 0 else { return nil }
         guard let progress = map(descriptor) else {
@@ -58,7 +58,7 @@ package final class WorkerProgress: @unchecked Sendable {
     }
 
     /// The worker's view of the page it inherited, if it did.
-    package static func inherited() -> WorkerProgress? {
+    public static func inherited() -> WorkerProgress? {
         map(workerDescriptor)
     }
 
@@ -71,22 +71,22 @@ package final class WorkerProgress: @unchecked Sendable {
     deinit { munmap(base, Self.size) }
 
     /// The worker is about to hand request `id` to the plug-in.
-    package func begin(_ id: UInt64) { xcallback_store_release_u64(lastBegunWord, id) }
+    public func begin(_ id: UInt64) { xcallback_store_release_u64(lastBegunWord, id) }
 
     // MARK: the sandbox's report
 
     /// Where the worker's sandbox handler writes.
-    package var sandboxReport: SandboxReport { SandboxReport(memory: memoryWord) }
+    public var sandboxReport: SandboxReport { SandboxReport(memory: memoryWord) }
 
     // MARK: the outbox
 
     /// Bytes the outbox holds.
-    package static var outboxCapacity: Int { WorkerPageLayout.outboxCapacity }
-    package var outbox: UnsafeMutableRawPointer { base + Self.header }
+    public static var outboxCapacity: Int { WorkerPageLayout.outboxCapacity }
+    public var outbox: UnsafeMutableRawPointer { base + Self.header }
 
     /// Bytes of whole frames in the outbox not yet known to be written (the
     /// worker's side: the host reads the page only through `report`).
-    package var pendingBytes: Int {
+    public var pendingBytes: Int {
         get { Int(truncatingIfNeeded: xcallback_load_acquire_u64(pendingWord)) }
         set { xcallback_store_release_u64(pendingWord, UInt64(truncatingIfNeeded: newValue)) }
     }
@@ -98,7 +98,7 @@ package final class WorkerProgress: @unchecked Sendable {
     /// own memory first, and decoded from the copy by `WorkerPageReport`:
     /// a plug-in's process that still held the mapping cannot change a
     /// word between its check and its use.
-    package func report(lastSent: UInt64) -> WorkerPageReport {
+    public func report(lastSent: UInt64) -> WorkerPageReport {
         let header = UnsafeRawBufferPointer(start: base, count: Self.header)
         let claimed = Int(clamping: header.loadUnaligned(fromByteOffset: WorkerPageLayout.pendingOffset, as: UInt64.self))
         let count = Self.header + min(max(claimed, 0), Self.outboxCapacity)
