@@ -114,7 +114,7 @@ public final class FrameReader {
             let count = read(descriptor, chunk, Self.chunkSize)
             if count < 0 && errno == EINTR { continue }
             if count <= 0 { return .end }
-            buffer.append(contentsOf: UnsafeRawBufferPointer(start: chunk, count: count))
+            buffer.append(contentsOf: UnsafeBufferPointer(start: chunk.assumingMemoryBound(to: UInt8.self), count: count))
         }
     }
 }

@@ -28,7 +28,8 @@ public struct WireWriter {
     /// As `string`, for `count` bytes at `text`.
     public mutating func bytes(_ text: UnsafeRawPointer, count: Int) {
         u32(UInt32(count))
-        output.append(contentsOf: UnsafeRawBufferPointer(start: text, count: count))
+        // Typed, so the append is one copy: a raw buffer appends byte by byte.
+        output.append(contentsOf: UnsafeBufferPointer(start: text.assumingMemoryBound(to: UInt8.self), count: count))
     }
     public mutating func pairs(_ items: [QueryParameter]) {
         u32(UInt32(items.count))
