@@ -38,19 +38,11 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
         var restarting = false
         /// Requests that arrived while no worker was ready.
         var waiting = WaitingLine()
-        var crashTimes: [UInt64] = []
-        /// Crashes since (and including) the last one a request explains
-        /// (in flight, or answered before): what the restart delay grows with.
-        var crashesInARow = 0
+        var supervision: WorkerSupervision
         var disabledReason: String?
         var stopped = false
         /// Kinds of call the sandbox turned away that the log has told of.
         var deniedLogged: DeniedCalls = []
-        /// Quarantines in a row, when the last one began, and its number
-        /// (so a cool-down ends only the quarantine it was set for).
-        var quarantinesInARow = 0
-        var lastQuarantine: UInt64?
-        var quarantineNumber = 0
     }
 
     /// How long a retired endpoint keeps taking requests from callers that
@@ -71,7 +63,7 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
         self.executable = executable
         self.policy = policy
         self.logger = logger
-        self.state = Lock(State(current: worker))
+        self.state = Lock(State(current: worker, supervision: WorkerSupervision(policy: policy)))
         watch(worker)
     }
 
@@ -131,9 +123,7 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
         let restart = state.withLock { state -> Bool in
             guard state.disabledReason != nil else { return false }
             state.disabledReason = nil
-            state.crashTimes.removeAll()
-            state.crashesInARow = 0
-            if byOperator { state.quarantinesInARow = 0 }
+            state.supervision.forgive(byOperator: byOperator)
             return true
         }
         if restart { scheduleStart(after: .zero) }
@@ -221,23 +211,14 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
             // First in line for the next worker (or refused with the rest).
             state.waiting.prepend(unstarted.map { ($0.handler, $0.request, $0.call) })
             if state.stopped { return .giveUp }
-            state.crashTimes.append(now)
-            state.crashTimes.removeAll { now &- $0 > policy.window.nanoseconds }
-            let crashLoop = owed.isEmpty && !worker.hasAnswered
-            state.crashesInARow = crashLoop ? state.crashesInARow + 1 : 1
-            if state.crashTimes.count > policy.limit {
-                if let last = state.lastQuarantine, now &- last > policy.quarantineMemory.nanoseconds {
-                    state.quarantinesInARow = 0
-                }
-                state.quarantinesInARow += 1
-                state.lastQuarantine = now
-                state.quarantineNumber += 1
-                let cooldown = policy.cooldown(afterQuarantines: state.quarantinesInARow)
-                state.disabledReason = "plug-in '\(pluginName)' crashed \(state.crashTimes.count) times within \(Self.seconds(policy.window)) and is disabled for \(Self.seconds(cooldown)) (quarantine; SIGHUP or a change of its file ends it sooner)"
+            switch state.supervision.workerDied(at: now, explained: !owed.isEmpty || worker.hasAnswered) {
+            case .restart(let delay):
+                return .restart(delay)
+            case .quarantine(let cooldown, let number, let crashes):
+                state.disabledReason = "plug-in '\(pluginName)' crashed \(crashes) times within \(Self.seconds(policy.window)) and is disabled for \(Self.seconds(cooldown)) (quarantine; SIGHUP or a change of its file ends it sooner)"
                 logger.error("\(state.disabledReason!)")
-                return .quarantine(cooldown, number: state.quarantineNumber)
+                return .quarantine(cooldown, number: number)
             }
-            return .restart(policy.delay(afterCrashes: state.crashesInARow))
         }
         switch next {
         case .nothing:
@@ -259,7 +240,7 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
     /// plug-in is stopping.
     private func endQuarantine(_ number: Int) {
         let due = state.withLock { state in
-            state.quarantineNumber == number && state.disabledReason != nil && !state.stopped
+            state.supervision.quarantineNumber == number && state.disabledReason != nil && !state.stopped
         }
         guard due else { return }
         // Said once it is true: a request read after this line waits for the
