@@ -53,7 +53,7 @@ extension Reply {
     static func from(_ error: any Error) -> Reply {
         switch error {
         case let error as ParameterError:
-            // Detected by a typed binding: the host's code and domain (SPEC 2).
+            // Detected by a typed binding: the host's code and domain (docs/usage.md, "Error codes").
             return .error(code: "ParameterError", message: error.message, domain: "xcallback")
         case let error as PluginError:
             return .error(code: error.errorCode, message: error.errorMessage, domain: error.errorDomain)

@@ -199,7 +199,7 @@ struct RoutePatternParser {
         guard let literal = String(validating: decoded, as: UTF8.self) else {
             throw error(start, .malformedPercentEscape, "percent escapes in this segment decode to invalid UTF-8")
         }
-        // The host is case-insensitive (RFC 3986 3.2.2; SPEC 1): stored
+        // The host is case-insensitive (RFC 3986 3.2.2; docs/routing-and-isolation.md): stored
         // ASCII-lowercased, and requests' hosts are looked up the same way.
         if isHost { return RouteTrie.hostKey(literal) }
         return literal

@@ -26,7 +26,7 @@ final class Dispatcher: SynchronousCallOwner, Sendable {
     /// Every worker with requests sent by a lane, for the deadline timer.
     let workerLanes = Lock<[WeakWorker]>([])
 
-    /// Internal callbacks a chain may follow before `LoopDetected` (SPEC 3).
+    /// Internal callbacks a chain may follow before `LoopDetected` (docs/usage.md, "Error codes").
     static let maxHops = 8
 
     init(registry: PluginRegistry, limits: ParseLimits, timeout: Duration, keepsInput: Bool, logger: Logger) {
