@@ -498,6 +498,47 @@ final class ChildProcess: @unchecked Sendable {
     }
 }
 
+// MARK: - Waiting off Swift Testing's threads
+
+/// Runs `body`, which blocks (a wait for a child, a FIFO, a socket), on a
+/// thread of its own and awaits its result. Swift Testing runs tests on its
+/// cooperative pool, one thread per core: a test that blocks one of those
+/// threads holds back the other tests (two at a time on a 2-core machine),
+/// and a parallel test's waits then stretch by the time they queue.
+func offCooperativePool<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        Thread.detachNewThread { continuation.resume(returning: body()) }
+    }
+}
+
+/// `offCooperativePool` for a body that throws.
+func offCooperativePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await offCooperativePool { Result { try body() } }.get()
+}
+
+extension ChildProcess {
+    /// `waitForExit`, awaited without holding a cooperative thread. The issue
+    /// for a child that had to be killed is recorded here, in the test's task.
+    func awaitExit(timeout: Double = 20, sourceLocation: SourceLocation = #_sourceLocation) async -> ExitStatus {
+        let exited = await offCooperativePool { [state] in state.wait(timeout: timeout) { state.status != nil } }
+        if !exited {
+            send(signal: SIGKILL)
+            Issue.record("\(commandLine) did not exit within \(timeout) s; killed it", sourceLocation: sourceLocation)
+        }
+        return await offCooperativePool { [state] in
+            _ = state.wait(timeout: 10) { state.status != nil }
+            // The pipes reach EOF when the child (and anything it started) is gone.
+            _ = state.wait(timeout: 5) { state.stdoutDone && state.stderrDone }
+            return state.locked { state.status ?? .signaled(SIGKILL) }
+        }
+    }
+
+    /// `waitForStdoutLines`, awaited without holding a cooperative thread.
+    func awaitStdoutLines(_ count: Int, timeout: Double = 10) async -> Bool {
+        await offCooperativePool { [self] in waitForStdoutLines(count, timeout: timeout) }
+    }
+}
+
 /// What a finished run left behind.
 struct RunResult: Sendable {
     let status: ExitStatus
