@@ -63,19 +63,22 @@ struct FrameReaderTests {
         return (ends[0], ends[1])
     }
 
-    /// Writes each packet whole (one `write` each), retrying short writes
-    /// (a stream socket may take part of one).
+    /// Writes each packet whole (one `send` each), retrying short writes
+    /// (a stream socket may take part of one). Stops if the reader is gone
+    /// (a test that failed early): no SIGPIPE, no error to wait on.
     static func write(_ packets: [[UInt8]], to descriptor: Int32) {
         for packet in packets {
-            packet.withUnsafeBytes { raw in
+            let sent = packet.withUnsafeBytes { raw -> Bool in
                 var offset = 0
                 repeat {
-                    let count = Glibc.write(descriptor, raw.baseAddress.map { $0 + offset }, raw.count - offset)
+                    let count = send(descriptor, raw.baseAddress.map { $0 + offset }, raw.count - offset, Int32(MSG_NOSIGNAL))
                     if count < 0 && errno == EINTR { continue }
-                    precondition(count >= 0, "write: \(errno)")
+                    guard count >= 0 else { return false }
                     offset += count
                 } while offset < raw.count
+                return true
             }
+            guard sent else { return }
         }
     }
 
