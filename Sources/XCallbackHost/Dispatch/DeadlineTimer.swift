@@ -3,8 +3,11 @@ import XCallbackSystem
 
 /// Answers `Timeout` for requests still pending at their deadline.
 ///
-/// Every request has the same timeout, so deadlines arrive in the order
-/// requests are registered and a FIFO replaces a heap. Finished requests
+/// Every request has the same timeout, so deadlines nearly always arrive
+/// in the order requests are registered and a queue kept in deadline order
+/// from its back replaces a heap. (One the general path takes over from a
+/// lane keeps the deadline of when it was sent: it goes in ahead of the
+/// requests registered since.) Finished requests
 /// are not removed one by one (that would cost a search per request); the
 /// queue is compacted when it grows past twice the unfinished count, which
 /// keeps memory proportional to the requests in flight.
@@ -50,7 +53,9 @@ final class DeadlineTimer: Sendable {
 
     func add(_ request: PendingRequest) {
         state.withLock { state in
-            state.queue.append(request)
+            var index = state.queue.endIndex
+            while index > state.queue.startIndex, state.queue[index - 1].deadline > request.deadline { index -= 1 }
+            state.queue.insert(request, at: index)
             if state.queue.count > 1024 && state.queue.count % 1024 == 0 {
                 let unfinished = state.queue.reduce(0) { $0 + ($1.isFinished ? 0 : 1) }
                 if state.queue.count > 2 * unfinished {
