@@ -149,9 +149,11 @@ public final class NativeRequest: @unchecked Sendable {
 
     // MARK: Filling from bytes (a worker's lane, from a request frame)
 
-    /// Starts refilling this request from byte strings that total at most
-    /// `byteCount` bytes (NULs aside): `add…` each part in order, then
-    /// `assign(id:attempt:)`. Allocates only to grow.
+    /// Starts refilling this request part by part: `add…` each part in
+    /// order, then `assign(id:attempt:)`. `byteCount` is what the parts
+    /// will take, their NULs included (a request frame's payload is always
+    /// enough: each part has a 4-byte length there); storage is sized for
+    /// it up front, and grows if the parts outgrow it. Allocates only to grow.
     public func beginFill(byteCount: Int, route: String) {
         let needed = byteCount + route.utf8.count + 64
         if needed > capacity {
@@ -189,10 +191,24 @@ public final class NativeRequest: @unchecked Sendable {
     /// Copies `bytes` and a NUL at the fill cursor; returns where they went.
     private func addBytes(_ bytes: UnsafeRawBufferPointer) -> Int {
         let offset = fillCursor
+        if offset + bytes.count + 1 > capacity { grow(toHold: offset + bytes.count + 1) }
         if let base = bytes.baseAddress { memcpy(storage + offset, base, bytes.count) }
         storage[offset + bytes.count] = 0
         fillCursor = offset + bytes.count + 1
         return offset
+    }
+
+    /// Moves the parts filled so far to storage of at least `needed` bytes:
+    /// `beginFill` was told less than its parts take. Nothing has been handed
+    /// to a handler yet (`beginFill` may reallocate too), so nothing points
+    /// into the old storage.
+    private func grow(toHold needed: Int) {
+        let larger = max(needed, capacity * 2)
+        let moved = UnsafeMutablePointer<CChar>.allocate(capacity: larger)
+        moved.update(from: storage, count: fillCursor)
+        storage.deallocate()
+        storage = moved
+        capacity = larger
     }
 
     /// Sets the host's number for the request and its attempt, once the
