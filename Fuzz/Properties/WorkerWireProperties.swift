@@ -409,7 +409,7 @@ enum WorkerWireProperties {
             guard fixed(4) != nil, pairs() != nil else { return nil }
         case 2:  // ready
             guard fixed(4) != nil, string(), string(), string(), fixed(2) != nil, fixed(2) != nil,
-                  let count = fixed(4) else { return nil }
+                  let count = fixed(4), count <= WorkerFrame.maxRoutes else { return nil }
             for _ in 0..<count { guard string() else { return nil } }
         case 3:  // loadFailed
             guard string() else { return nil }

@@ -1,4 +1,5 @@
 import CFFI
+import XCallbackSystem
 import XCallbackURL
 
 #if canImport(Glibc)

@@ -66,20 +66,33 @@ public enum ResultFrame {
         }
     }
 
+    /// Reads a payload: its id and code, each parameter's name and value
+    /// (ranges of the payload) handed to `parameter`; nil when malformed.
+    /// The one reader of a result frame, for both uses below.
+    private static func read(_ payload: UnsafeRawBufferPointer,
+                             parameter: (_ name: (start: Int, count: Int), _ value: (start: Int, count: Int)) -> Void)
+        -> (id: UInt64, code: Code, parameterCount: Int)? {
+        var reader = WireReader(bytes: payload)
+        guard let id = reader.u64(), let code = reader.u8().flatMap(Code.init(rawValue:)) else { return nil }
+        var count = 0
+        guard reader.eachPair({ name, value in
+                  count += 1
+                  parameter(name, value)
+              }),
+              reader.isAtEnd, code != .declined || count == 0
+        else { return nil }
+        return (id, code, count)
+    }
+
     /// Reads a payload: its id and code, with each parameter's name and
     /// value as ranges of the payload in `parameters`; nil when malformed.
     public static func read(_ payload: UnsafeRawBufferPointer, into parameters: inout [ByteParameter])
         -> (id: UInt64, code: Code)? {
-        var reader = WireReader(bytes: payload)
-        guard let id = reader.u64(), let code = reader.u8().flatMap(Code.init(rawValue:)) else { return nil }
         parameters.removeAll(keepingCapacity: true)
-        guard reader.eachPair({ name, value in
-                  parameters.append(ByteParameter(nameStart: name.start, nameCount: name.count,
-                                                  valueStart: value.start, valueCount: value.count))
-              }),
-              reader.isAtEnd, code != .declined || parameters.isEmpty
-        else { return nil }
-        return (id, code)
+        return read(payload) { name, value in
+            parameters.append(ByteParameter(nameStart: name.start, nameCount: name.count,
+                                            valueStart: value.start, valueCount: value.count))
+        }.map { ($0.id, $0.code) }
     }
 
     /// The answer in a payload when the host can write its record from the
@@ -101,17 +114,15 @@ public enum ResultFrame {
     }
 
     /// The frame as a `HandlerResult`; text that is not UTF-8 is repaired.
+    /// Strings are made in the one pass that checks the frame: a hostile
+    /// count costs no list of ranges beside them.
     public static func decode(_ payload: UnsafeRawBufferPointer) -> (id: UInt64, result: HandlerResult)? {
-        var ranges: [ByteParameter] = []
-        guard let (id, code) = read(payload, into: &ranges) else { return nil }
+        var parameters: [QueryParameter] = []
+        guard let (id, code, _) = read(payload, parameter: { name, value in
+            parameters.append(QueryParameter(name: String(decoding: payload.slice(name), as: UTF8.self),
+                                             value: String(decoding: payload.slice(value), as: UTF8.self)))
+        }) else { return nil }
         guard let kind = code.outcomeKind else { return (id, .declined) }
-        let bytes = payload.assumingMemoryBound(to: UInt8.self)
-        func text(_ start: Int, _ count: Int) -> String {
-            String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<start + count]), as: UTF8.self)
-        }
-        let parameters = ranges.map {
-            QueryParameter(name: text($0.nameStart, $0.nameCount), value: text($0.valueStart, $0.valueCount))
-        }
         return (id, .outcome(Outcome(kind: kind, parameters: parameters)))
     }
 }

@@ -38,6 +38,9 @@ public enum WorkerFrame: Equatable, Sendable {
     public static let protocolVersion: UInt32 = 3
     /// Frames larger than this are a protocol error, not an allocation.
     public static let maxPayload = 16 * 1024 * 1024
+    /// The most routes a ready frame may name: past it the frame is
+    /// malformed before any is read (the handshake refuses such a worker).
+    public static let maxRoutes = 65_536
 
     public struct WireInfo: Equatable, Sendable {
         public var name: String
@@ -104,7 +107,8 @@ public enum WorkerFrame: Equatable, Sendable {
         case .ready:
             guard let version = reader.u32(), let name = reader.string(), let pluginVersion = reader.string(),
                   let summary = reader.string(), let major = reader.u16(), let minor = reader.u16(),
-                  let count = reader.u32(), Int(count) <= (payload.count - reader.offset) / 4 else { return nil }
+                  let count = reader.u32(), Int(count) <= maxRoutes,
+                  Int(count) <= (payload.count - reader.offset) / 4 else { return nil }
             var routes: [String] = []
             for _ in 0..<count {
                 guard let route = reader.string() else { return nil }

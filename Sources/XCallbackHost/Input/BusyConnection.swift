@@ -1,3 +1,4 @@
+import XCallbackSystem
 import XCallbackURL
 #if canImport(Glibc)
 import Glibc

@@ -1,4 +1,5 @@
 import XCallbackSandbox
+import XCallbackSystem
 import XCallbackURL
 import XCallbackWire
 

@@ -188,8 +188,8 @@ enum WorkerLauncher {
         if let problem = PluginLoader.reportedIdentityProblem(name: info.name, version: info.version, summary: info.summary) {
             return problem
         }
-        guard routes.count <= 65_536, routes.allSatisfy({ $0.utf8.count <= 4096 }) else {
-            return "gave more than 65,536 routes, or one longer than 4 KiB"
+        guard routes.count <= WorkerFrame.maxRoutes, routes.allSatisfy({ $0.utf8.count <= 4096 }) else {
+            return "gave more than \(WorkerFrame.maxRoutes) routes, or one longer than 4 KiB"
         }
         return nil
     }

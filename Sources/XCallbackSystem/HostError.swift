@@ -1,3 +1,5 @@
+import XCallbackURL
+
 /// The errors the host itself gives (`errorDomain=xcallback`), docs/usage.md ("Error codes").
 public enum HostError {
     public static let domain = Outcome.hostErrorDomain
