@@ -94,7 +94,11 @@ def build(skip_swift):
     cflags = ["cc", "-std=c11", "-O2", "-Wall", "-shared", "-fPIC", "-I" + include]
     run_checked(["cc", "-O2", "-Wall", "-o", PACER, os.path.join(SUITE, "pacer.c")])
     run_checked(["cc", "-O2", "-Wall", "-o", RUNSTAT, os.path.join(SUITE, "runstat.c")])
-    run_checked(["cc", "-O2", "-Wall", "-o", C_REFERENCE, os.path.join(SUITE, "c_reference.c"), "-lm"])
+    # The C reference takes the digits of the rare results its integer method
+    # leaves open from the Swift runtime (c_reference.c says why).
+    runtime = swift_runtime_directory()
+    run_checked(["cc", "-std=c17", "-O2", "-Wall", "-o", C_REFERENCE, os.path.join(SUITE, "c_reference.c"),
+                 "-L" + runtime, "-lswiftCore", "-Wl,-rpath," + runtime, "-lm"])
     run_checked(["cc", "-O2", "-Wall", "-shared", "-fPIC", "-o", MALLOC_COUNT, os.path.join(SUITE, "malloc_count.c")])
 
     # The trivial C plug-in alone.
@@ -124,6 +128,17 @@ def build(skip_swift):
             out.write(image.replace(b"genplug000", name.encode()))
         os.chmod(target, 0o755)
     return times
+
+
+def swift_runtime_directory():
+    """Where libswiftCore.so of the `swift` on PATH is: <toolchain>/usr/lib/swift/linux."""
+    swift = shutil.which("swift")
+    if not swift:
+        raise SystemExit("swift is not on PATH")
+    directory = os.path.join(os.path.dirname(os.path.realpath(swift)), "..", "lib", "swift", "linux")
+    if not os.path.exists(os.path.join(directory, "libswiftCore.so")):
+        raise SystemExit("libswiftCore.so not found in %s" % os.path.normpath(directory))
+    return os.path.normpath(directory)
 
 
 def fresh_directory(path):
