@@ -271,6 +271,62 @@ def check_outputs(calc_path):
     return result
 
 
+def check_c_reference(streams, hard_path):
+    """The C reference is the floor xcallback's throughput is a share of, so
+    it must do exactly xcallback's job: its records must be xcallback's, byte
+    for byte, on the whole calc stream the throughput section measures and on
+    a stream of hard numbers. In order against `--keep-order` (which writes
+    records through the Outcome path), and as a set against the default run
+    the throughput section times (in-place records, in completion order).
+    Stops the run when they differ."""
+    directory = os.path.join(WORK, "check")
+    os.makedirs(directory, exist_ok=True)
+    self_check = subprocess.run([C_REFERENCE, "--self-check", "200000"], capture_output=True, text=True, cwd=ROOT)
+    summary = self_check.stderr.strip().splitlines()
+    if self_check.returncode != 0:
+        raise SystemExit("C reference: its number code disagrees with the Swift runtime:\n%s"
+                         % "\n".join(summary[-20:]))
+    result = {"self_check": summary[-1] if summary else ""}
+    for kind, path in (("calc", streams["calc"]), ("calchard", hard_path)):
+        outputs = {}
+        for label, command in (("xcallback", host("none", SAMPLE_PLUGINS, extra=["--keep-order"])),
+                               ("xcallback-completion-order", host("none", SAMPLE_PLUGINS)),
+                               ("c_reference", [C_REFERENCE])):
+            outputs[label] = os.path.join(directory, "%s-%s.out" % (kind, label))
+            with open(path, "rb") as stdin, open(outputs[label], "wb") as stdout:
+                finished = subprocess.run(command, stdin=stdin, stdout=stdout, stderr=subprocess.PIPE, cwd=ROOT)
+            if finished.returncode != 0:
+                raise SystemExit("%s failed on %s: %s" % (label, path, finished.stderr.decode(errors="replace")))
+        lines, difference = first_difference(outputs["xcallback"], outputs["c_reference"])
+        if difference is not None:
+            number, ours, theirs = difference
+            raise SystemExit("C reference: record %d of %s differs from xcallback's (outputs in %s):\n"
+                             "  xcallback:   %r\n  C reference: %r"
+                             % (number, os.path.relpath(path, ROOT), os.path.relpath(directory, ROOT), ours, theirs))
+        with open(outputs["xcallback-completion-order"], "rb") as a, open(outputs["c_reference"], "rb") as b:
+            if sorted(a.read().splitlines()) != sorted(b.read().splitlines()):
+                raise SystemExit("C reference: xcallback's records in completion order on %s are not the C "
+                                 "reference's (outputs in %s)" % (os.path.relpath(path, ROOT),
+                                                                  os.path.relpath(directory, ROOT)))
+        result[kind] = {"stream": os.path.relpath(path, ROOT), "records": lines, "byte_identical": True}
+        log("  C reference: %s records on %s byte-identical to xcallback's" % (format(lines, ","), kind))
+    return result
+
+
+def first_difference(path_a, path_b):
+    """(line count, None) when the files hold the same bytes, else
+    (line count so far, (line number, line of a, line of b))."""
+    count = 0
+    with open(path_a, "rb") as a, open(path_b, "rb") as b:
+        while True:
+            line_a, line_b = a.readline(), b.readline()
+            if line_a != line_b:
+                return count, (count + 1, line_a, line_b)
+            if not line_a:
+                return count, None
+            count += 1
+
+
 # --------------------------------------------------------------------------
 # 1. Throughput
 # --------------------------------------------------------------------------
@@ -705,6 +761,11 @@ def table(results):
         same = all(row["same_as_xcallback"] for row in results["checks"].values())
         lines.append("same job: every calc contender gives xcallback's records on a 2,000-line sample: %s"
                      % ("yes" if same else "NO (see checks in the JSON)"))
+    if "c_reference_check" in results:
+        check = results["c_reference_check"]
+        lines.append("C reference: byte-identical to xcallback, in order, on all %s calc records and %s hard-number "
+                     "requests (%s)" % (format(check["calc"]["records"], ","), format(check["calchard"]["records"], ","),
+                                        check["self_check"].replace("self-check: ", "self-check ")))
     if "throughput" in results:
         t = results["throughput"]
         floor = t["rows"]["cat (I/O floor)"]["urls_per_s"]
@@ -855,6 +916,9 @@ def main():
         results["streams"][kind] = {"path": os.path.relpath(path, ROOT), "lines": lines, "average_bytes": average,
                                     "spec": MIX if kind == "mixed" else kind, "seed": SEED}
     results["checks"] = check_outputs(streams["calc"])
+    if "throughput" in sections:
+        log("== C reference check")
+        results["c_reference_check"] = check_c_reference(streams, stream("calchard", 20_000))
 
     if "throughput" in sections:
         log("== throughput")
