@@ -505,10 +505,11 @@ static u128 power_of_ten(int exponent) {
     return exponent < 20 ? (u128)powers_of_ten[exponent] : (u128)powers_of_ten[19] * powers_of_ten[exponent - 19];
 }
 
+/* Decimal digits of n > 0: log10 from the bit length (1233 / 4096 is just
+ * over log10 2), corrected by one comparison. */
 static int digit_count(uint64_t n) {
-    int count = 1;
-    while (count < 20 && n >= powers_of_ten[count]) count++;
-    return count;
+    int estimate = (64 - __builtin_clzll(n)) * 1233 >> 12;
+    return estimate - (n < powers_of_ten[estimate]) + 1;
 }
 
 /* Decimal digits d1…dn (no trailing zeros) standing for 0.d1…dn × 10^point. */
@@ -531,7 +532,7 @@ static struct decimal make_decimal(uint64_t digits, int scale) { /* digits × 10
  * as `twice_fraction` in units of 2^-shift), the one in the rounding
  * interval, closer to z: 1 and *chosen; 0 if neither is in it; -1 when it
  * is the runtime's call (one exactly on the interval's edge, or a tie). */
-static int nearest_inside(uint64_t t, u128 twice_fraction, int shift, uint64_t step, u128 above, u128 below,
+static inline int nearest_inside(uint64_t t, u128 twice_fraction, int shift, uint64_t step, u128 above, u128 below,
                           uint64_t *chosen) {
     uint64_t low = t - t % step;
     u128 to_low = ((u128)(t % step) << shift) + twice_fraction;
@@ -584,17 +585,15 @@ static bool shortest_exact(double value, struct decimal *result) {
     u128 above = power_of_ten(k);
     /* Below a power of two the next double is half as far. */
     u128 below = fraction == 0 && biased > 1 ? above / 2 : above;
-    static const uint64_t steps[3] = {100, 10, 1};
-    for (int i = 0; i < 3; i++) {
-        uint64_t chosen;
-        int found = nearest_inside(t, twice_fraction, shift, steps[i], above, below, &chosen);
-        if (found < 0) return false;
-        if (found > 0) {
-            *result = make_decimal(chosen, -k);
-            return true;
-        }
-    }
-    return false; /* the nearest 17-digit integer is always inside: not reached */
+    /* 15 digits, else 16, else 17: the steps are constants, so that `t % step`
+     * is no division instruction. */
+    uint64_t chosen;
+    int found = nearest_inside(t, twice_fraction, shift, 100, above, below, &chosen);
+    if (found == 0) found = nearest_inside(t, twice_fraction, shift, 10, above, below, &chosen);
+    if (found == 0) found = nearest_inside(t, twice_fraction, shift, 1, above, below, &chosen);
+    if (found <= 0) return false; /* the nearest 17-digit integer is always inside: 0 is not reached */
+    *result = make_decimal(chosen, -k);
+    return true;
 }
 
 /* The same digits from the Swift runtime: "1.5", "0.001", "1e-07",
