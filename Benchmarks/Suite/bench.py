@@ -11,6 +11,7 @@ peer measured in the same run (a ratio), so a burst of load hits both alike.
 """
 import argparse
 import datetime
+import hashlib
 import json
 import os
 import platform
@@ -303,14 +304,29 @@ def check_c_reference(streams, hard_path):
             raise SystemExit("C reference: record %d of %s differs from xcallback's (outputs in %s):\n"
                              "  xcallback:   %r\n  C reference: %r"
                              % (number, os.path.relpath(path, ROOT), os.path.relpath(directory, ROOT), ours, theirs))
-        with open(outputs["xcallback-completion-order"], "rb") as a, open(outputs["c_reference"], "rb") as b:
-            if sorted(a.read().splitlines()) != sorted(b.read().splitlines()):
-                raise SystemExit("C reference: xcallback's records in completion order on %s are not the C "
-                                 "reference's (outputs in %s)" % (os.path.relpath(path, ROOT),
-                                                                  os.path.relpath(directory, ROOT)))
+        if line_multiset_digest(outputs["xcallback-completion-order"]) != line_multiset_digest(outputs["c_reference"]):
+            with open(outputs["xcallback-completion-order"], "rb") as a, open(outputs["c_reference"], "rb") as b:
+                theirs, ours = sorted(a.read().splitlines()), sorted(b.read().splitlines())
+            example = next(((x, y) for x, y in zip(theirs, ours) if x != y), (len(theirs), len(ours)))
+            raise SystemExit("C reference: xcallback's records in completion order on %s are not the C "
+                             "reference's (outputs in %s); first difference in sorted order:\n"
+                             "  xcallback:   %r\n  C reference: %r"
+                             % (os.path.relpath(path, ROOT), os.path.relpath(directory, ROOT), example[0],
+                                example[1]))
         result[kind] = {"stream": os.path.relpath(path, ROOT), "records": lines, "byte_identical": True}
         log("  C reference: %s records on %s byte-identical to xcallback's" % (format(lines, ","), kind))
     return result
+
+
+def line_multiset_digest(path):
+    """The lines of a file as a multiset, in constant memory: their count and
+    the sum of a 64-bit hash of each (order does not matter)."""
+    count, total = 0, 0
+    with open(path, "rb") as source:
+        for line in source:
+            count += 1
+            total = (total + int.from_bytes(hashlib.blake2b(line, digest_size=8).digest(), "little")) % (1 << 64)
+    return count, total
 
 
 def first_difference(path_a, path_b):
