@@ -11,6 +11,7 @@ peer measured in the same run (a ratio), so a burst of load hits both alike.
 """
 import argparse
 import datetime
+import hashlib
 import json
 import os
 import platform
@@ -94,7 +95,11 @@ def build(skip_swift):
     cflags = ["cc", "-std=c11", "-O2", "-Wall", "-shared", "-fPIC", "-I" + include]
     run_checked(["cc", "-O2", "-Wall", "-o", PACER, os.path.join(SUITE, "pacer.c")])
     run_checked(["cc", "-O2", "-Wall", "-o", RUNSTAT, os.path.join(SUITE, "runstat.c")])
-    run_checked(["cc", "-O2", "-Wall", "-o", C_REFERENCE, os.path.join(SUITE, "c_reference.c"), "-lm"])
+    # The C reference takes the digits of the rare results its integer method
+    # leaves open from the Swift runtime (c_reference.c says why).
+    runtime = swift_runtime_directory()
+    run_checked(["cc", "-std=c17", "-O2", "-Wall", "-o", C_REFERENCE, os.path.join(SUITE, "c_reference.c"),
+                 "-L" + runtime, "-lswiftCore", "-Wl,-rpath," + runtime, "-lm"])
     run_checked(["cc", "-O2", "-Wall", "-shared", "-fPIC", "-o", MALLOC_COUNT, os.path.join(SUITE, "malloc_count.c")])
 
     # The trivial C plug-in alone.
@@ -124,6 +129,17 @@ def build(skip_swift):
             out.write(image.replace(b"genplug000", name.encode()))
         os.chmod(target, 0o755)
     return times
+
+
+def swift_runtime_directory():
+    """Where libswiftCore.so of the `swift` on PATH is: <toolchain>/usr/lib/swift/linux."""
+    swift = shutil.which("swift")
+    if not swift:
+        raise SystemExit("swift is not on PATH")
+    directory = os.path.join(os.path.dirname(os.path.realpath(swift)), "..", "lib", "swift", "linux")
+    if not os.path.exists(os.path.join(directory, "libswiftCore.so")):
+        raise SystemExit("libswiftCore.so not found in %s" % os.path.normpath(directory))
+    return os.path.normpath(directory)
 
 
 def fresh_directory(path):
@@ -254,6 +270,77 @@ def check_outputs(calc_path):
     errors = sum(1 for line in reference if line.startswith(b"error"))
     result["xcallback none"]["error_records"] = errors
     return result
+
+
+def check_c_reference(streams, hard_path):
+    """The C reference is the floor xcallback's throughput is a share of, so
+    it must do exactly xcallback's job: its records must be xcallback's, byte
+    for byte, on the whole calc stream the throughput section measures and on
+    a stream of hard numbers. In order against `--keep-order` (which writes
+    records through the Outcome path), and as a set against the default run
+    the throughput section times (in-place records, in completion order).
+    Stops the run when they differ."""
+    directory = os.path.join(WORK, "check")
+    os.makedirs(directory, exist_ok=True)
+    self_check = subprocess.run([C_REFERENCE, "--self-check", "200000"], capture_output=True, text=True, cwd=ROOT)
+    summary = self_check.stderr.strip().splitlines()
+    if self_check.returncode != 0:
+        raise SystemExit("C reference: its number code disagrees with the Swift runtime:\n%s"
+                         % "\n".join(summary[-20:]))
+    result = {"self_check": summary[-1] if summary else ""}
+    for kind, path in (("calc", streams["calc"]), ("calchard", hard_path)):
+        outputs = {}
+        for label, command in (("xcallback", host("none", SAMPLE_PLUGINS, extra=["--keep-order"])),
+                               ("xcallback-completion-order", host("none", SAMPLE_PLUGINS)),
+                               ("c_reference", [C_REFERENCE])):
+            outputs[label] = os.path.join(directory, "%s-%s.out" % (kind, label))
+            with open(path, "rb") as stdin, open(outputs[label], "wb") as stdout:
+                finished = subprocess.run(command, stdin=stdin, stdout=stdout, stderr=subprocess.PIPE, cwd=ROOT)
+            if finished.returncode != 0:
+                raise SystemExit("%s failed on %s: %s" % (label, path, finished.stderr.decode(errors="replace")))
+        lines, difference = first_difference(outputs["xcallback"], outputs["c_reference"])
+        if difference is not None:
+            number, ours, theirs = difference
+            raise SystemExit("C reference: record %d of %s differs from xcallback's (outputs in %s):\n"
+                             "  xcallback:   %r\n  C reference: %r"
+                             % (number, os.path.relpath(path, ROOT), os.path.relpath(directory, ROOT), ours, theirs))
+        if line_multiset_digest(outputs["xcallback-completion-order"]) != line_multiset_digest(outputs["c_reference"]):
+            with open(outputs["xcallback-completion-order"], "rb") as a, open(outputs["c_reference"], "rb") as b:
+                theirs, ours = sorted(a.read().splitlines()), sorted(b.read().splitlines())
+            example = next(((x, y) for x, y in zip(theirs, ours) if x != y), (len(theirs), len(ours)))
+            raise SystemExit("C reference: xcallback's records in completion order on %s are not the C "
+                             "reference's (outputs in %s); first difference in sorted order:\n"
+                             "  xcallback:   %r\n  C reference: %r"
+                             % (os.path.relpath(path, ROOT), os.path.relpath(directory, ROOT), example[0],
+                                example[1]))
+        result[kind] = {"stream": os.path.relpath(path, ROOT), "records": lines, "byte_identical": True}
+        log("  C reference: %s records on %s byte-identical to xcallback's" % (format(lines, ","), kind))
+    return result
+
+
+def line_multiset_digest(path):
+    """The lines of a file as a multiset, in constant memory: their count and
+    the sum of a 64-bit hash of each (order does not matter)."""
+    count, total = 0, 0
+    with open(path, "rb") as source:
+        for line in source:
+            count += 1
+            total = (total + int.from_bytes(hashlib.blake2b(line, digest_size=8).digest(), "little")) % (1 << 64)
+    return count, total
+
+
+def first_difference(path_a, path_b):
+    """(line count, None) when the files hold the same bytes, else
+    (line count so far, (line number, line of a, line of b))."""
+    count = 0
+    with open(path_a, "rb") as a, open(path_b, "rb") as b:
+        while True:
+            line_a, line_b = a.readline(), b.readline()
+            if line_a != line_b:
+                return count, (count + 1, line_a, line_b)
+            if not line_a:
+                return count, None
+            count += 1
 
 
 # --------------------------------------------------------------------------
@@ -690,6 +777,11 @@ def table(results):
         same = all(row["same_as_xcallback"] for row in results["checks"].values())
         lines.append("same job: every calc contender gives xcallback's records on a 2,000-line sample: %s"
                      % ("yes" if same else "NO (see checks in the JSON)"))
+    if "c_reference_check" in results:
+        check = results["c_reference_check"]
+        lines.append("C reference: byte-identical to xcallback, in order, on all %s calc records and %s hard-number "
+                     "requests (%s)" % (format(check["calc"]["records"], ","), format(check["calchard"]["records"], ","),
+                                        check["self_check"].replace("self-check: ", "self-check ")))
     if "throughput" in results:
         t = results["throughput"]
         floor = t["rows"]["cat (I/O floor)"]["urls_per_s"]
@@ -840,6 +932,9 @@ def main():
         results["streams"][kind] = {"path": os.path.relpath(path, ROOT), "lines": lines, "average_bytes": average,
                                     "spec": MIX if kind == "mixed" else kind, "seed": SEED}
     results["checks"] = check_outputs(streams["calc"])
+    if "throughput" in sections:
+        log("== C reference check")
+        results["c_reference_check"] = check_c_reference(streams, stream("calchard", 20_000))
 
     if "throughput" in sections:
         log("== throughput")
