@@ -533,6 +533,20 @@ extension ChildProcess {
         }
     }
 
+    /// Sends `signal` and times the child's exit, both on a thread of this
+    /// call's own: the seconds are the child's, not how long the test's task
+    /// then waited for a cooperative thread (in the full suite on 2 cores,
+    /// up to 6 s). Nil seconds: it did not exit within `timeout`.
+    func stopAndTimeExit(signal: Int32, timeout: Double = 15) async -> (status: ExitStatus?, seconds: Double?) {
+        await offCooperativePool { [self, state] in
+            let stopped = Date()
+            send(signal: signal)
+            guard state.wait(timeout: timeout, until: { state.status != nil }) else { return (nil, nil) }
+            let seconds = Date().timeIntervalSince(stopped)
+            return (state.locked { state.status }, seconds)
+        }
+    }
+
     /// `waitForStdoutLines`, awaited without holding a cooperative thread.
     func awaitStdoutLines(_ count: Int, timeout: Double = 10) async -> Bool {
         await offCooperativePool { [self] in waitForStdoutLines(count, timeout: timeout) }
