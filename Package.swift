@@ -118,7 +118,7 @@ let package = Package(
         .target(
             name: "XCallbackHost",
             dependencies: [
-                "CXCallback", "CHostSupport", "CFFI", "XCallbackURL", "XCallbackRouting", "XCallbackSandbox",
+                "CXCallback", "CHostSupport", "XCallbackURL", "XCallbackRouting", "XCallbackSandbox",
                 "XCallbackSystem", "XCallbackBridge", "XCallbackWire",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
