@@ -464,15 +464,16 @@ private final class UncheckedParameters: @unchecked Sendable {
 
 extension WorkerSlots.Request {
     /// The decoded callback for an answer of `kind`, if the line named one
-    /// that is not empty.
+    /// that is not empty (`OutcomeKind.callback` decides which).
     func callback(for kind: OutcomeKind, in bytes: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<UInt8>? {
-        let (start, count): (Int, Int)
-        switch kind {
-        case .success: (start, count) = (0, successCount)
-        case .error: (start, count) = (max(successCount, 0), errorCount)
-        case .cancel: (start, count) = (max(successCount, 0) + max(errorCount, 0), cancelCount)
+        // A count of -1: the line named none.
+        func named(from start: Int, _ count: Int) -> UnsafeBufferPointer<UInt8>? {
+            count >= 0 ? UnsafeBufferPointer(rebasing: bytes[start..<start + count]) : nil
         }
-        return count > 0 ? UnsafeBufferPointer(rebasing: bytes[start..<start + count]) : nil
+        let errorStart = max(successCount, 0)
+        let cancelStart = errorStart + max(errorCount, 0)
+        return kind.callback(success: named(from: 0, successCount), error: named(from: errorStart, errorCount),
+                             cancel: named(from: cancelStart, cancelCount))
     }
 }
 
