@@ -145,7 +145,7 @@ final class Dispatcher: SynchronousCallOwner, Sendable {
         guard !pending.isFinished else { return }
         guard let match = pending.nextCandidate() else {
             let message = previous == nil
-                ? "no route matches \(pending.url.scheme)://\(pending.url.host)/\(pending.url.pathSegments.joined(separator: "/"))"
+                ? NotFoundMessage(pending.url).text(table: registry.table, statuses: registry.statuses)
                 : "every matching route declined the request (last: plug-in '\(previous!)')"
             finish(pending, HostError.notFound(message))
             return

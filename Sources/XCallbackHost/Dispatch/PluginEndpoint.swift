@@ -15,10 +15,16 @@ protocol PluginEndpoint: AnyObject, Sendable {
     /// deadlines of its own (the built-in `await`): the dispatcher then does
     /// not apply `--timeout`.
     var keepsOwnDeadlines: Bool { get }
+
+    /// Why the endpoint turns requests away now (quarantined, disabled,
+    /// retired), as the `PluginUnavailable` message says it; nil when it
+    /// takes them.
+    var unavailableReason: String? { get }
 }
 
 extension PluginEndpoint {
     var keepsOwnDeadlines: Bool { false }
+    var unavailableReason: String? { nil }
 }
 
 /// One attempt at a request by one handler. The dispatcher hands it to an

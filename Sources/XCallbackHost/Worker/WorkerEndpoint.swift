@@ -109,6 +109,8 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
     static let maxWaiting = 16_384
     static let maxWaitingBytes = 64 << 20
 
+    var unavailableReason: String? { state.withLock { $0.disabledReason } }
+
     /// The worker new requests go to now, if one is ready (the lane sends
     /// to it directly; `invoke` handles every other case).
     var currentWorker: WorkerProcess? {

@@ -1,0 +1,47 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A request that matches no route says what may explain it
+/// (docs/usage.md, "Error codes"): the nearest route, a plug-in for its
+/// scheme that is quarantined, or a refused file that looks like it serves it.
+@Suite("NotFoundAction hints")
+struct NotFoundHintTests {
+    @Test("a typo in the action suggests the nearest route")
+    func typo() throws {
+        let host = try HostFixture(["Calculator"])
+        let result = try host.run(["-k"], lines: ["calc://x-callback-url/ad?lhs=1&rhs=1", "calc://x-callback-url/dvide"])
+        #expect(result.status == .exited(0), "stderr: \(result.stderr)")
+        let messages = result.lines.map { recordParameters($0).first { $0.name == "errorMessage" }?.value }
+        #expect(messages == ["no route matches calc://x-callback-url/ad (did you mean calc://x-callback-url/add?)",
+                             "no route matches calc://x-callback-url/dvide (did you mean calc://x-callback-url/divide?)"])
+    }
+
+    @Test("a request for a refused plug-in's scheme says the file was refused, and why")
+    func refusedFile() throws {
+        let host = try HostFixture(["Faulty", "Calculator"])
+        let faulty = host.plugins + "/libFaulty.so"
+        chmod(faulty, 0o775)
+        let result = try host.run(["-k"], lines: ["faulty://x-callback-url/fail", "calc://x-callback-url/add?lhs=1&rhs=1"])
+        #expect(result.status == .exited(0), "stderr: \(result.stderr)")
+        let message = result.lines.first.flatMap { recordParameters($0).first { $0.name == "errorMessage" }?.value }
+        #expect(message == "no route matches faulty://x-callback-url/fail; plug-in file \(faulty) was refused: file is writable by its group (mode 0775)")
+        #expect(result.lines.last == "success?result=2")
+    }
+
+    @Test("a miss on a quarantined plug-in's scheme says it is quarantined", .scaledTimeLimit(minutes: 1))
+    func quarantined() throws {
+        let session = try IsolationTests.Session(["Faulty"], arguments: ["--restart-limit", "1", "--quarantine", "60"])
+        #expect(try session.ask(RestartTests.crash).errorCode == "PluginCrashed")
+        #expect(try session.ask(RestartTests.crash).errorCode == "PluginCrashed")
+        let missed = try session.ask("faulty://x-callback-url/fial")
+        #expect(missed.errorCode == "NotFoundAction", "\(missed)")
+        let message = missed.params["errorMessage"] ?? ""
+        #expect(message.hasPrefix("no route matches faulty://x-callback-url/fial (did you mean faulty://x-callback-url/fail?); plug-in 'faulty' crashed 2 times"), "\(message)")
+        #expect(message.contains("quarantine"), "\(message)")
+        try session.finish()
+    }
+}
