@@ -36,7 +36,8 @@ public struct Reply: Sendable, Equatable {
 
 /// An error a handler can throw to choose its outcome's code and message.
 /// Any other thrown error becomes an error outcome whose code is the
-/// error's type name and whose domain is the plug-in's name.
+/// error's type name; either way the domain is the plug-in's name unless
+/// the error names another (the one rule in C, Swift and Rust).
 public protocol PluginError: Error {
     var errorCode: String { get }
     var errorMessage: String { get }
@@ -53,8 +54,9 @@ extension Reply {
     static func from(_ error: any Error) -> Reply {
         switch error {
         case let error as ParameterError:
-            // Detected by a typed binding: the host's code and domain (docs/usage.md, "Error codes").
-            return .error(code: "ParameterError", message: error.message, domain: "xcallback")
+            // The host's code, in the plug-in's domain: the plug-in found it
+            // (docs/plugin-guide.md, "Errors, cancel and decline").
+            return .error(code: "ParameterError", message: error.message)
         case let error as PluginError:
             return .error(code: error.errorCode, message: error.errorMessage, domain: error.errorDomain)
         default:

@@ -18,12 +18,13 @@ public struct ParameterError: Error, Sendable, Equatable, CustomStringConvertibl
         self.problem = problem
     }
 
-    /// "missing required parameter 'lhs' (a decimal number)" or
-    /// "parameter 'lhs' must be a decimal number, got 'abc'".
+    /// "missing required parameter 'lhs'" or "parameter 'lhs' must be a
+    /// decimal number, got 'abc'": the same words a C or Rust plug-in uses,
+    /// so a caller sees one message whatever the plug-in is written in.
     public var message: String {
         switch problem {
         case .missing:
-            return "missing required parameter '\(name)' (\(expected))"
+            return "missing required parameter '\(name)'"
         case .invalid(let value):
             return "parameter '\(name)' must be \(expected), got '\(ParameterError.shortened(value))'"
         }

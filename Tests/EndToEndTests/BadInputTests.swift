@@ -75,7 +75,8 @@ struct BadInputTests {
     static let limit = 65_536
     static let add = "calc://x-callback-url/add?"
     static let invalidURL = Expected.error("InvalidURL")
-    static let parameterError = Expected.error("ParameterError")
+    /// Found by the Swift kit inside the Calculator plug-in: its domain.
+    static let parameterError = Expected.error("ParameterError", domain: "calculator")
     static let notFound = Expected.error("NotFoundAction")
     static let three = Expected.success(["result": "3"])
 
@@ -181,7 +182,7 @@ struct BadInputTests {
                     add + "lhs=a%26errorCode%3DFake%26errorDomain%3Dfake&rhs=1&x-error=app://e?x=1",
                     .delivered(outcome: "error", to: "app://e?x=1&",
                                parameters: [Parameter("x", "1"), Parameter("errorCode", "ParameterError"),
-                                            Parameter("errorMessage", nil), Parameter("errorDomain", "xcallback")])),
+                                            Parameter("errorMessage", nil), Parameter("errorDomain", "calculator")])),
         HostileLine("Alert echo injecting x-success and errorCode",
                     "myapp://alert/show?title=t%26x-success%3Devil%3A%2F%2F&message=%26errorCode%3DInjected&x-success=app://shown",
                     .delivered(outcome: "success", to: "app://shown?",

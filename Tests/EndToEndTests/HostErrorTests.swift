@@ -105,7 +105,7 @@ struct HostErrorTests {
         #expect(records.dropFirst().first?.callback?.hasPrefix("app://err?errorCode=NotFoundAction&") == true)
     }
 
-    @Test("ParameterError: domain xcallback from the Swift kit's typed bindings, alert from the Alert plug-in")
+    @Test("ParameterError: in the domain of the plug-in that found it, whether the Swift kit's typed bindings or C code")
     func parameterErrors() throws {
         let host = try HostFixture()
         let result = try host.run(["-k", "--output", "jsonl"], lines: [
@@ -121,7 +121,7 @@ struct HostErrorTests {
         let records = try result.records()
         try #require(records.count == 7)
         #expect(records.map(\.errorCode) == Array(repeating: "ParameterError", count: 7))
-        #expect(records.map(\.errorDomain) == ["xcallback", "xcallback", "xcallback", "xcallback", "alert", "alert", "faulty"])
+        #expect(records.map(\.errorDomain) == ["calculator", "calculator", "calculator", "pokedex", "alert", "alert", "faulty"])
         #expect(records[4].params[ErrorField.message]?.contains("message") == true)
     }
 

@@ -201,7 +201,7 @@ struct OutcomeTests {
         #expect(records[2].errorCode == "NotFound")
         #expect(records[2].errorDomain == "pokedex")
         #expect(records[3].errorCode == "ParameterError")
-        #expect(records[3].errorDomain == "xcallback")
+        #expect(records[3].errorDomain == "pokedex")
         let fire = records[4].params["names"]?.split(separator: ",").map(String.init) ?? []
         #expect(fire.contains("Charmander"))
         #expect(!fire.contains("Squirtle"))
@@ -209,7 +209,7 @@ struct OutcomeTests {
         #expect(grassPoison.contains("Bulbasaur"))
         #expect(!grassPoison.contains("Charmander"))
         #expect(records[6].errorCode == "ParameterError")
-        #expect(records[6].errorDomain == "xcallback")
+        #expect(records[6].errorDomain == "pokedex")
     }
 
     @Test("scheme and x-callback-url host are case-insensitive; the path is not")

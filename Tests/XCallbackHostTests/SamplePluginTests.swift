@@ -71,7 +71,8 @@ struct SamplePluginTests {
         let answer = try LoadedPlugins.sample("Calculator").call(line)
         #expect(answer.kind == .error, "\(answer)")
         #expect(answer.errorCode == "ParameterError")
-        #expect(answer.errorDomain == "xcallback")
+        // The kit found it in the plug-in: the plug-in's domain.
+        #expect(answer.errorDomain == "calculator")
         #expect(answer.errorMessage?.isEmpty == false)
     }
 
@@ -100,7 +101,7 @@ struct SamplePluginTests {
     @Test func pokedexNonNumericIDIsAParameterError() throws {
         let answer = try LoadedPlugins.sample("Pokedex").call("pokedex://pokemons/pikachu")
         #expect(answer.errorCode == "ParameterError")
-        #expect(answer.errorDomain == "xcallback")
+        #expect(answer.errorDomain == "pokedex")
     }
 
     @Test(arguments: [
@@ -130,7 +131,7 @@ struct SamplePluginTests {
         let answer = try LoadedPlugins.sample("Pokedex").call(line)
         #expect(answer.kind == .error, "\(answer)")
         #expect(answer.errorCode == "ParameterError")
-        #expect(answer.errorDomain == "xcallback")
+        #expect(answer.errorDomain == "pokedex")
     }
 
     // MARK: Alert (C)

@@ -65,7 +65,7 @@ import XCallbackURL
         #expect(Outcome.invalidURL(parse) == .error(code: "InvalidURL", message: "missing scheme", domain: "xcallback"))
         let parameter = ParameterError(name: "lhs", expected: "a decimal number", problem: .missing)
         #expect(Outcome.parameterError(parameter)
-            == .error(code: "ParameterError", message: "missing required parameter 'lhs' (a decimal number)", domain: "xcallback"))
+            == .error(code: "ParameterError", message: "missing required parameter 'lhs'", domain: "xcallback"))
     }
 
     @Test func callbackURLAppending() {
