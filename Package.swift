@@ -3,10 +3,13 @@ import PackageDescription
 
 // Layering, bottom up (a request travels the same way). Each module imports
 // only modules above it in this list, and the compiler holds it to that:
-//   XCallbackURL      parse a line, percent-coding, typed values, outcome encoding (stdlib only: hot path)
+//   bindings/swift    a package of its own, with no dependencies, that plug-ins
+//                     use without this one: CXCallback (xcallback.h, the plug-in
+//                     ABI), XCallbackParameters (typed URL parameters and their
+//                     errors) and XCallbackPluginKit (the Swift kit)
+//   XCallbackURL      parse a line, percent-coding, outcome encoding; re-exports
+//                     XCallbackParameters (stdlib only: hot path)
 //   XCallbackRouting  route patterns and the route table (stdlib only: hot path)
-//   CXCallback        xcallback.h, the one public C header: the plug-in ABI
-//   XCallbackPluginKit  the Swift kit plug-ins link statically
 //   XCallbackSandbox  capabilities a plug-in declares and an operator grants, and
 //                     the kernel sandbox a worker enters before it loads one
 //   XCallbackSystem   threads, locks, what a child process is given, its output
@@ -33,6 +36,9 @@ import PackageDescription
 // package's own; it is `public`, not `package`, because only public code is
 // inlined and specialized across modules (without library evolution, package
 // declarations never are), and full cross-module optimization lets it be.
+let cxcallback: Target.Dependency = .product(name: "CXCallback", package: "swift")
+let pluginKit: Target.Dependency = .product(name: "XCallbackPluginKit", package: "swift")
+
 let crossModuleOptimized: [SwiftSetting] = [.unsafeFlags(["-cross-module-optimization"], .when(configuration: .release))]
 
 let package = Package(
@@ -42,7 +48,6 @@ let package = Package(
         .executable(name: "xcallback-queue", targets: ["xcallback-queue"]),
         .library(name: "XCallbackURL", targets: ["XCallbackURL"]),
         .library(name: "XCallbackRouting", targets: ["XCallbackRouting"]),
-        .library(name: "XCallbackPluginKit", targets: ["XCallbackPluginKit"]),
         // Sample plug-ins: each one is a shared library the host loads with dlopen.
         .library(name: "Calculator", type: .dynamic, targets: ["Calculator"]),
         .library(name: "Pokedex", type: .dynamic, targets: ["Pokedex"]),
@@ -50,6 +55,9 @@ let package = Package(
         .library(name: "Faulty", type: .dynamic, targets: ["Faulty"]),
     ],
     dependencies: [
+        // The plug-in ABI and the Swift kit: a package of their own, with no
+        // dependencies, which plug-ins use without this one.
+        .package(path: "bindings/swift"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
@@ -57,9 +65,8 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0"),
     ],
     targets: [
-        .target(name: "XCallbackURL"),
+        .target(name: "XCallbackURL", dependencies: [.product(name: "XCallbackParameters", package: "swift")]),
         .target(name: "XCallbackRouting"),
-        .target(name: "CXCallback"),
         .target(name: "CHostSupport"),
         // xcallback.h, embedded for `xcallback sdk` (C23 #embed).
         .target(name: "CSDKHeader"),
@@ -96,7 +103,7 @@ let package = Package(
         .target(
             name: "XCallbackBridge",
             dependencies: [
-                "CXCallback", "CHostSupport", "CFFI", "XCallbackURL", "XCallbackRouting", "XCallbackSystem",
+                cxcallback, "CHostSupport", "CFFI", "XCallbackURL", "XCallbackRouting", "XCallbackSystem",
                 .product(name: "Logging", package: "swift-log"),
                 // Binding manifests (`.xcallback.toml`).
                 .product(name: "TOMLKit", package: "TOMLKit"),
@@ -108,17 +115,13 @@ let package = Package(
         // one place. The host reads a worker's bytes through nothing else.
         .target(
             name: "XCallbackWire",
-            dependencies: ["CXCallback", "CHostSupport", "XCallbackURL", "XCallbackSandbox", "XCallbackSystem", "XCallbackBridge"],
+            dependencies: [cxcallback, "CHostSupport", "XCallbackURL", "XCallbackSandbox", "XCallbackSystem", "XCallbackBridge"],
             swiftSettings: crossModuleOptimized
-        ),
-        .target(
-            name: "XCallbackPluginKit",
-            dependencies: ["CXCallback", "XCallbackURL"]
         ),
         .target(
             name: "XCallbackHost",
             dependencies: [
-                "CXCallback", "CHostSupport", "XCallbackURL", "XCallbackRouting", "XCallbackSandbox",
+                cxcallback, "CHostSupport", "XCallbackURL", "XCallbackRouting", "XCallbackSandbox",
                 "XCallbackSystem", "XCallbackBridge", "XCallbackWire",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
@@ -159,19 +162,19 @@ let package = Package(
             ]
         ),
 
-        .target(name: "Calculator", dependencies: ["XCallbackPluginKit"], path: "Plugins/Calculator"),
-        .target(name: "Pokedex", dependencies: ["XCallbackPluginKit"], path: "Plugins/Pokedex"),
+        .target(name: "Calculator", dependencies: [pluginKit], path: "Plugins/Calculator"),
+        .target(name: "Pokedex", dependencies: [pluginKit], path: "Plugins/Pokedex"),
         // C plug-ins export no headers of their own: xcallback.h is their only interface.
-        .target(name: "Alert", dependencies: ["CXCallback"], path: "Plugins/Alert", publicHeadersPath: "."),
-        .target(name: "Faulty", dependencies: ["CXCallback"], path: "Plugins/Faulty", publicHeadersPath: "."),
+        .target(name: "Alert", dependencies: [cxcallback], path: "Plugins/Alert", publicHeadersPath: "."),
+        .target(name: "Faulty", dependencies: [cxcallback], path: "Plugins/Faulty", publicHeadersPath: "."),
 
         .testTarget(name: "XCallbackURLTests", dependencies: ["XCallbackURL"]),
         .testTarget(name: "XCallbackRoutingTests", dependencies: ["XCallbackRouting"]),
         .testTarget(
             name: "XCallbackHostTests",
             dependencies: [
-                "XCallbackHost", "XCallbackWire", "XCallbackBridge", "XCallbackSystem", "XCallbackURL", "CXCallback",
-                "XCallbackPluginKit",
+                "XCallbackHost", "XCallbackWire", "XCallbackBridge", "XCallbackSystem", "XCallbackURL", cxcallback,
+                pluginKit,
             ]
         ),
         .testTarget(name: "XCallbackSandboxTests", dependencies: ["XCallbackSandbox"]),

@@ -10,15 +10,15 @@ let package = Package(
         .library(name: "Greeter", type: .dynamic, targets: ["Greeter"]),
     ],
     dependencies: [
-        // In your own package, depend on xcallback by URL, e.g.
-        //   .package(url: "https://github.com/xcallback/xcallback", from: "1.0.0"),
-        // This example sits inside the xcallback checkout, so it uses the path.
-        .package(name: "xcallback", path: "../.."),
+        // The kit is a package with no dependencies. In your own package, use
+        // the folder `xcallback sdk --kit` prints (what `xcallback new` writes);
+        // this example sits inside the xcallback checkout, so it uses that copy.
+        .package(path: "../../bindings/swift"),
     ],
     targets: [
         .target(
             name: "Greeter",
-            dependencies: [.product(name: "XCallbackPluginKit", package: "xcallback")]
+            dependencies: [.product(name: "XCallbackPluginKit", package: "swift")]
         ),
     ]
 )

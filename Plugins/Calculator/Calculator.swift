@@ -1,5 +1,4 @@
 import XCallbackPluginKit
-import XCallbackURL
 
 /// The Calculator sample plug-in (SPEC section 5): `calc://x-callback-url/`
 /// add, subtract, multiply and divide `lhs` and `rhs`.

@@ -4,7 +4,7 @@
  * header itself, so there is no copy to keep in step with it. */
 #pragma clang diagnostic ignored "-Wc23-extensions"
 static const unsigned char header[] = {
-#embed "../CXCallback/include/xcallback.h"
+#embed "../../bindings/swift/Sources/CXCallback/include/xcallback.h"
 };
 
 const unsigned char *xcallback_sdk_header(void) { return header; }

@@ -164,14 +164,21 @@ enum RecordClassifier {
 struct SDKCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sdk",
-        abstract: "Print where xcallback.h is (for a plain C compiler), or the ABI's layout (for other languages).")
+        abstract: "Print where xcallback.h is (for a plain C compiler), where the Swift and Rust kits are, or the ABI's layout (for other languages).")
 
     @Flag(name: .customLong("include-dir"), help: "The directory holding xcallback.h.") var includeDirectory = false
     @Flag(help: "Compiler flags: -I<dir>.") var cflags = false
     @Flag(help: "The size and offset of every field of the ABI's structs, for bindings in other languages.")
     var layout = false
+    @Flag(help: ArgumentHelp("The folder holding the Swift kit's package (swift/) and the Rust crate (rust/xcallback/), written from this binary's copy when no checkout is found.",
+                             visibility: .default))
+    var kit = false
 
     func run() throws {
+        if kit {
+            print(try KitLocation.folderOrUserCopy())
+            return
+        }
         if layout {
             print("# xcallback ABI \(ABILayout.version); sizes and offsets in bytes on this machine")
             for (type, size) in ABILayout.sizes { print("\(type) size \(size)") }
@@ -224,7 +231,7 @@ enum SDKLocation {
         for _ in 0..<5 {
             directory = String(directory[..<(directory.lastIndex(of: "/") ?? directory.startIndex)])
             if directory.isEmpty { break }
-            candidates.append(directory + "/Sources/CXCallback/include")
+            candidates.append(directory + "/bindings/swift/Sources/CXCallback/include")
         }
         for candidate in candidates where access(candidate + "/xcallback.h", R_OK) == 0 {
             return canonical(candidate)
@@ -236,8 +243,8 @@ enum SDKLocation {
     /// from one (for `new`'s default kit).
     static func checkout() -> String? {
         guard Environment.current["XCALLBACK_SDK_INCLUDE"] == nil, let include = includeDirectory(),
-              include.hasSuffix("/Sources/CXCallback/include") else { return nil }
-        let root = String(include.dropLast("/Sources/CXCallback/include".count))
+              include.hasSuffix("/bindings/swift/Sources/CXCallback/include") else { return nil }
+        let root = String(include.dropLast("/bindings/swift/Sources/CXCallback/include".count))
         return access(root + "/Package.swift", R_OK) == 0 ? root : nil
     }
 

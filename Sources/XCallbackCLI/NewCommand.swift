@@ -14,9 +14,10 @@ struct NewCommand: ParsableCommand {
         abstract: "Make a new plug-in project: source, build file, sample requests and a README.",
         discussion: """
             The project is made in the folder NAME (it must not exist). It builds with `make` (C), \
-            `swift build` (Swift) or `cargo build` (Rust). Swift and Rust projects depend on this \
-            xcallback's kit: by default the checkout this binary was built from, when it can find \
-            one, else the project's Git URL; --kit names a checkout instead.
+            `swift build` (Swift) or `cargo build` (Rust), offline. Swift and Rust projects depend on \
+            this xcallback's kit by path: the checkout this binary was built from, when it can find \
+            one, else the copy the binary carries, written to $XDG_DATA_HOME/xcallback/bindings \
+            (`xcallback sdk --kit`); --kit names a checkout or such a folder instead.
             """)
 
     @Argument(help: "The plug-in's name: its folder, library, scheme and plug-in name (a-z, 0-9, _; starting with a letter).")
@@ -25,7 +26,7 @@ struct NewCommand: ParsableCommand {
     @Option(help: "c, swift or rust.")
     var language: TemplateLanguage = .c
 
-    @Option(help: ArgumentHelp("An xcallback checkout to take the kit from (Swift, Rust).", valueName: "path"),
+    @Option(help: ArgumentHelp("An xcallback checkout, or a kits' folder (`sdk --kit`), to take the kit from (Swift, Rust).", valueName: "path"),
             completion: .directory)
     var kit: String?
 
@@ -40,8 +41,9 @@ struct NewCommand: ParsableCommand {
     func run() throws {
         var status = stat()
         guard lstat(name, &status) != 0 else { throw Failure.exit("\(name) already exists; choose another name or remove it") }
-        let kitPath = try kit.map { try Self.absolute($0) } ?? SDKLocation.checkout()
-        let files = PluginTemplate(name: name, language: language, kit: kitPath).files
+        // C needs only the header, which `make` finds through `xcallback sdk`.
+        let kits = language == .c ? nil : try KitLocation.folderOrUserCopy(kit: kit)
+        let files = PluginTemplate(name: name, language: language, kits: kits).files
         guard mkdir(name, 0o755) == 0 else { throw Failure.exit("cannot make \(name): \(String(cString: strerror(errno)))") }
         for file in files {
             let path = name + "/" + file.path
@@ -54,14 +56,6 @@ struct NewCommand: ParsableCommand {
         }
         print("made \(name)/ (\(language.rawValue)): \(files.map(\.path).joined(separator: ", "))")
         print("next: cd \(name) && \(language.buildCommand) && xcallback check \(language.libraryPath(name))")
-    }
-
-    static func absolute(_ path: String) throws -> String {
-        guard let resolved = realpath(path, nil) else { throw Failure.exit("--kit \(path): \(String(cString: strerror(errno)))") }
-        defer { free(resolved) }
-        let text = String(cString: resolved)
-        guard access(text + "/Package.swift", R_OK) == 0 else { throw Failure.exit("--kit \(path): not an xcallback checkout (no Package.swift)") }
-        return text
     }
 
     private static func makeFolders(_ path: String) throws {

@@ -8,11 +8,9 @@ struct PluginTemplate {
 
     var name: String
     var language: TemplateLanguage
-    /// An xcallback checkout to take the kit from; nil: the project's URL.
-    var kit: String?
-
-    /// The project's Git URL, the Swift and Rust kits' default source.
-    static let repositoryURL = "https://github.com/xcallback/xcallback"
+    /// The kits' folder (`KitLocation`): the Swift kit's package in
+    /// `swift/`, the Rust crate in `rust/xcallback/`; nil for C.
+    var kits: String?
 
     /// Schemes may not hold `_` (RFC 3986): `my_tool` answers `my-tool://`.
     var scheme: String { String(name.map { $0 == "_" ? "-" : $0 }) }
@@ -34,7 +32,7 @@ struct PluginTemplate {
         File(path: "README.md", text: """
             # \(name)
 
-            An [xcallback](\(Self.repositoryURL)) plug-in: `\(scheme)://x-callback-url/hello?name=Ada`
+            An xcallback plug-in: `\(scheme)://x-callback-url/hello?name=Ada`
             answers `success?greeting=Hello%2C%20Ada%21`.
 
             ```sh
@@ -139,8 +137,7 @@ struct PluginTemplate {
     // MARK: Swift
 
     private var swiftDependency: String {
-        if let kit { return ".package(name: \"xcallback\", path: \"\(kit)\")" }
-        return ".package(url: \"\(Self.repositoryURL)\", branch: \"main\")"
+        ".package(path: \"\(kits ?? ".")/swift\")"
     }
 
     private var swiftFiles: [File] {
@@ -159,7 +156,7 @@ struct PluginTemplate {
                         \(swiftDependency),
                     ],
                     targets: [
-                        .target(name: "\(name)", dependencies: [.product(name: "XCallbackPluginKit", package: "xcallback")]),
+                        .target(name: "\(name)", dependencies: [.product(name: "XCallbackPluginKit", package: "swift")]),
                     ]
                 )
 
@@ -187,16 +184,14 @@ struct PluginTemplate {
                 """),
             File(path: ".gitignore", text: ".build/\nPackage.resolved\n"),
             readme(build: "swift build", library: ".build/debug/lib\(name).so",
-                   kitNote: kit.map { "The kit comes from the xcallback checkout at `\($0)` (`--kit`); point `Package.swift` elsewhere to change it." }
-                       ?? "The kit comes from \(Self.repositoryURL) (branch main); `xcallback new --kit PATH` takes it from a checkout instead."),
+                   kitNote: "The kit is the package at `\(kits ?? ".")/swift` (`xcallback sdk --kit`), which depends on nothing; point `Package.swift` elsewhere to change it."),
         ]
     }
 
     // MARK: Rust
 
     private var rustFiles: [File] {
-        let dependency = kit.map { "xcallback = { path = \"\($0)/bindings/rust/xcallback\" }" }
-            ?? "xcallback = { git = \"\(Self.repositoryURL)\" }"
+        let dependency = "xcallback = { path = \"\(kits ?? ".")/rust/xcallback\" }"
         let crate = name
         return [
             File(path: "Cargo.toml", text: """
@@ -236,8 +231,7 @@ struct PluginTemplate {
                 """),
             File(path: ".gitignore", text: "target/\nCargo.lock\n"),
             readme(build: "cargo build", library: "target/debug/lib\(name).so",
-                   kitNote: kit.map { "The binding comes from the xcallback checkout at `\($0)` (`--kit`)." }
-                       ?? "The binding comes from \(Self.repositoryURL); `xcallback new --kit PATH` takes it from a checkout instead."),
+                   kitNote: "The binding is the crate at `\(kits ?? ".")/rust/xcallback` (`xcallback sdk --kit`), which depends on nothing."),
         ]
     }
 }

@@ -111,16 +111,6 @@ extension PercentEncoding {
     }
 }
 
-extension String {
-    /// The UTF-8 bytes of the string without copying a native string (small ones are read from a stack copy).
-    @inlinable @inline(__always)
-    func withUTF8Bytes<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
-        if let result = utf8.withContiguousStorageIfAvailable(body) { return result }
-        var copy = self
-        return copy.withUTF8(body)
-    }
-}
-
 extension Array where Element == UInt8 {
     /// Grows the array by `count` bytes that `body` fills in, starting at the pointer it is given.
     @inline(__always)

@@ -350,9 +350,9 @@ struct CLIConventionTests {
         let folder = home + "/.local/share/xcallback/include"
         #expect(first.stdout == folder + "\n")
         let written = FileManager.default.contents(atPath: folder + "/xcallback.h")
-        let original = FileManager.default.contents(atPath: TestPostgres.repository + "/Sources/CXCallback/include/xcallback.h")
+        let original = FileManager.default.contents(atPath: TestPostgres.repository + "/bindings/swift/Sources/CXCallback/include/xcallback.h")
         #expect(written != nil && written == original,
-                "the header the binary carries differs from Sources/CXCallback/include/xcallback.h")
+                "the header the binary carries differs from bindings/swift/Sources/CXCallback/include/xcallback.h")
         // A stale copy is replaced; --cflags names the same folder.
         try "/* old */\n".write(toFile: folder + "/xcallback.h", atomically: true, encoding: .utf8)
         let again = try ChildProcess(["sdk", "--cflags"], executable: bin + "/xcallback", environment: environment)

@@ -33,38 +33,67 @@ func runIn(_ directory: String, _ command: [String], environment: [String: Strin
     return child
 }
 
-/// `xcallback new` (docs/plugin-guide.md, chapter 15): each language's project
-/// builds with its usual one command and its library passes `check` and
-/// answers its sample request at once.
+/// `xcallback new` (docs/plugin-guide.md, chapter 15): from a copy of the
+/// binary in an empty HOME, each language's project builds offline with its
+/// usual one command, and its library passes `check` and answers its sample
+/// requests in both isolation modes.
 @Suite("xcallback new", .serialized)
 struct NewPluginProjectTests {
     static let checkout = SwiftPluginPackageTests.checkout
 
-    /// Makes the project, builds it with `build`, and checks and runs the library at `library`.
-    static func makeAndDrive(_ language: String, build: [String], library: String,
-                             environment: [String: String]? = nil) throws {
+    /// Makes the project as an author with only the binary would: a copy of
+    /// `xcallback` on PATH, an empty HOME, no checkout to find, no network
+    /// needed. Builds it with `build`, then checks the library at `library`
+    /// and runs its sample requests in both isolation modes.
+    static func makeAndDrive(_ language: String, build: [String], library: String) throws {
         let scratch = try Scratch()
+        let bin = scratch.file("bin"), home = scratch.file("home")
+        #expect(mkdir(bin, 0o755) == 0 && mkdir(home, 0o755) == 0)
+        // Copied by cp: a descriptor of ours writing it would be inherited by
+        // another test's child, and running the copy would fail (ETXTBSY).
+        try runIn(scratch.path, ["/bin/cp", Products.xcallback, bin + "/xcallback"])
+        let copy = bin + "/xcallback"
+        let real = ProcessInfo.processInfo.environment
+        let swiftFolder = (real["PATH"] ?? "").split(separator: ":").first { access($0 + "/swift", X_OK) == 0 }.map(String.init)
+        var environment = ["HOME": home, "LANG": "C.UTF-8",
+                           "PATH": ([bin] + (swiftFolder.map { [$0] } ?? []) + ["/usr/local/bin", "/usr/bin", "/bin"]).joined(separator: ":")]
+        // cargo's toolchains stay where they are installed.
+        environment["RUSTUP_HOME"] = real["RUSTUP_HOME"] ?? NSHomeDirectory() + "/.rustup"
+        environment["CARGO_HOME"] = real["CARGO_HOME"] ?? NSHomeDirectory() + "/.cargo"
         let name = "hello_\(language)"
-        try runIn(scratch.path, [Products.xcallback, "new", name, "--language", language, "--kit", checkout])
+        let started = Date()
+        try runIn(scratch.path, [copy, "new", name, "--language", language], environment: environment)
         let project = scratch.file(name)
+        for manifest in ["Package.swift", "Cargo.toml"] {
+            guard let text = try? String(contentsOfFile: project + "/" + manifest, encoding: .utf8) else { continue }
+            #expect(!text.contains("://"), "\(manifest) names a URL:\n\(text)")
+        }
         try runIn(project, build, environment: environment)
+        if language == "swift" {
+            #expect(access(project + "/Package.resolved", F_OK) != 0, "the plug-in's package resolved packages beyond the kit")
+        }
         let path = project + "/" + library.replacingOccurrences(of: "NAME", with: name)
-        let check = try xcallback(["check", path])
-        #expect(check.status == .exited(0), "\(check.stderr)")
-        #expect(check.lines.contains("hello-\(language)://x-callback-url/hello"), "\(check.stdout)")
-        let requests = try String(contentsOfFile: project + "/requests.txt", encoding: .utf8).split(separator: "\n").map(String.init)
+        let check = try ChildProcess(["check", path], executable: copy, environment: environment)
+        #expect(check.waitForExit(timeout: 30) == .exited(0), "\(check.stderr)")
+        #expect(ChildProcess.lines(check.stdout).contains("hello-\(language)://x-callback-url/hello"), "\(check.stdout)")
+        let requests = try String(contentsOfFile: project + "/requests.txt", encoding: .utf8)
         let plugins = String(path[..<path.lastIndex(of: "/")!])
-        let run = try xcallback(["run", "-k", "--plugins", plugins], lines: requests)
-        #expect(run.lines == [
-            "success?greeting=Hello%2C%20Ada%21",
-            // One rule in every language: the plug-in's own domain, the same words.
-            "error?errorCode=ParameterError&errorMessage=missing%20required%20parameter%20%27name%27&errorDomain=\(name)",
-        ], "\(run.stderr)")
+        for isolation in ["none", "process"] {
+            let run = try ChildProcess(["run", "-k", "--isolation", isolation, "--plugins", plugins], executable: copy,
+                                       stdin: .bytes(Array(requests.utf8)), environment: environment)
+            #expect(run.waitForExit(timeout: 30) == .exited(0), "\(isolation): \(run.stderr)")
+            #expect(ChildProcess.lines(run.stdout) == [
+                "success?greeting=Hello%2C%20Ada%21",
+                // One rule in every language: the plug-in's own domain, the same words.
+                "error?errorCode=ParameterError&errorMessage=missing%20required%20parameter%20%27name%27&errorDomain=\(name)",
+            ], "\(isolation): \(run.stderr)")
+        }
+        print("new \(language): from `new` to both isolation modes' answers in \(Int(Date().timeIntervalSince(started) * 1000)) ms")
     }
 
     @Test("C: make, check, run", .scaledTimeLimit(minutes: 5))
     func cProject() throws {
-        try Self.makeAndDrive("c", build: ["make", "XCALLBACK=\(Products.xcallback)"], library: "libNAME.so")
+        try Self.makeAndDrive("c", build: ["make"], library: "libNAME.so")
     }
 
     @Test("Swift: swift build, check, run", .scaledTimeLimit(minutes: 15))

@@ -4,7 +4,7 @@ import Testing
 /// A Swift plug-in built from a package of its own, outside this
 /// repository, as an author builds one (plug-in guide, "Writing a plug-in in
 /// Swift"): `Examples/swift-plugin` is copied to a temporary folder, its
-/// dependency pointed at this checkout, built with `swift build`, and driven
+/// dependency pointed at this checkout's kit (`bindings/swift`), built with `swift build`, and driven
 /// by the host in both isolation modes.
 @Suite("Swift plug-in from its own package", .serialized)
 struct SwiftPluginPackageTests {
@@ -19,13 +19,15 @@ struct SwiftPluginPackageTests {
         try? FileManager.default.removeItem(atPath: package + "/.build")
         let manifest = package + "/Package.swift"
         let text = try String(contentsOfFile: manifest, encoding: .utf8)
-        let pointed = text.replacingOccurrences(of: #"path: "../..""#, with: "path: \"\(checkout)\"")
+        let pointed = text.replacingOccurrences(of: #"path: "../../bindings/swift""#, with: "path: \"\(checkout)/bindings/swift\"")
         #expect(pointed != text, "the example's manifest no longer depends on the checkout by path")
         try pointed.write(toFile: manifest, atomically: true, encoding: .utf8)
         let build = try ChildProcess(["swift", "build", "--package-path", package, "--scratch-path", package + "/.build"],
                                      executable: "/usr/bin/env")
         let status = build.waitForExit(timeout: TestTiming.scaled(900))
         try #require(status == .exited(0), "swift build failed: \(build.stdout.suffix(3000)) \(build.stderr.suffix(3000))")
+        // The kit depends on nothing: no package was fetched, so none was pinned.
+        #expect(access(package + "/Package.resolved", F_OK) != 0, "the plug-in's package resolved packages beyond the kit")
         let plugins = scratch.file("plugins")
         #expect(mkdir(plugins, 0o755) == 0)
         #expect(copyfile(package + "/.build/debug/libGreeter.so", to: plugins + "/libGreeter.so"))

@@ -8,7 +8,7 @@ enum TestPlugin {
     static let include: String = {
         var path = URL(fileURLWithPath: #filePath)
         for _ in 0..<3 { path.deleteLastPathComponent() }
-        return path.appendingPathComponent("Sources/CXCallback/include").path
+        return path.appendingPathComponent("bindings/swift/Sources/CXCallback/include").path
     }()
 
     /// Compiles `source` into `directory/lib<name>.so` (mode 0755).

@@ -15,7 +15,7 @@ enum Repository {
         for _ in 0..<3 { url.deleteLastPathComponent() }
         return url.path
     }()
-    static let include = root + "/Sources/CXCallback/include"
+    static let include = root + "/bindings/swift/Sources/CXCallback/include"
     static let mathManifest = root + "/Plugins/Math/math.xcallback.toml"
     static let typedExample = root + "/Examples/c-plugin/typed.c"
 }

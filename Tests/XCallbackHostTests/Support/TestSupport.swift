@@ -28,8 +28,8 @@ enum Paths {
         return url.path
     }()
 
-    /// `Sources/CXCallback/include`, where `xcallback.h` lives.
-    static let include = repository + "/Sources/CXCallback/include"
+    /// `bindings/swift/Sources/CXCallback/include`, where `xcallback.h` lives.
+    static let include = repository + "/bindings/swift/Sources/CXCallback/include"
 
     /// The directory of the running test executable: SwiftPM puts the
     /// sample plug-ins and the `xcallback` executable next to it.

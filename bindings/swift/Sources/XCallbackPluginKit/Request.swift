@@ -1,6 +1,6 @@
 import CXCallback
 import Synchronization
-import XCallbackURL
+import XCallbackParameters
 
 /// A request as a Swift handler sees it. A handler may keep it as long as
 /// it likes: reads go straight to the host's memory while the handler runs,

@@ -1,6 +1,6 @@
 import CXCallback
 import Synchronization
-import XCallbackURL
+import XCallbackParameters
 
 #if canImport(Glibc)
 import Glibc

@@ -35,7 +35,8 @@ public struct QueryParameters: Sendable, Equatable, Hashable, RandomAccessCollec
         first(name) != nil
     }
 
-    mutating func append(_ item: QueryParameter) {
+    /// Adds a parameter after the others (the URL parser builds them so).
+    public mutating func append(_ item: QueryParameter) {
         items.append(item)
     }
 }
@@ -44,7 +45,7 @@ extension String {
     /// Byte-for-byte equality, cheaper than `==` (which compares canonical equivalence)
     /// and what URL parameter names need.
     @inlinable @inline(__always)
-    func hasSameUTF8(as other: String) -> Bool {
+    public func hasSameUTF8(as other: String) -> Bool {
         guard utf8.count == other.utf8.count else { return false }
         return withUTF8Bytes { mine in
             other.withUTF8Bytes { theirs in
@@ -52,5 +53,15 @@ extension String {
                 return true
             }
         }
+    }
+}
+
+extension String {
+    /// The UTF-8 bytes of the string without copying a native string (small ones are read from a stack copy).
+    @inlinable @inline(__always)
+    public func withUTF8Bytes<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+        if let result = utf8.withContiguousStorageIfAvailable(body) { return result }
+        var copy = self
+        return copy.withUTF8(body)
     }
 }

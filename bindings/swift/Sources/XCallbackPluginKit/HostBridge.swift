@@ -1,5 +1,5 @@
 import CXCallback
-import XCallbackURL
+import XCallbackParameters
 
 /// Completes a reply token through the API table.
 struct ReplySender: @unchecked Sendable {

@@ -1,4 +1,4 @@
-import XCallbackURL
+import XCallbackParameters
 
 /// What a Swift handler answers. Errors may also be thrown: see `PluginError`.
 public struct Reply: Sendable, Equatable {

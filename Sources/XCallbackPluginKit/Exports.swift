@@ -1,3 +1,0 @@
-// Plug-ins get the typed values (ParameterValue, QueryParameters…) with
-// the kit, without a second import.
-@_exported import XCallbackURL
