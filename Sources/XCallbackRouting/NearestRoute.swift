@@ -2,33 +2,43 @@
 /// probably meant, when one is a typo or two away (`NotFoundAction`).
 extension RouteTable {
     /// The route nearest to the request, counting edits (insert, delete,
-    /// replace a character) between the request and the route as it would
-    /// be written for it: an `:argument` stands for the request's segment in
-    /// its place and `*` for the rest, so only literals count. Nil when none
-    /// is within `maxEdits(forLength:)`, or the request is long (a flood of
-    /// long bad lines must not cost a scan each). Ties go to the route
-    /// registered first.
+    /// replace a character, swap two neighbours) between the request and the
+    /// route as it would be written for it: an `:argument` stands for the
+    /// request's segment in its place and `*` for the rest, so only literals
+    /// count. Nil when none is within `maxEdits(forLength:)`. Ties go to the
+    /// route registered first.
+    ///
+    /// Only routes of the request's scheme are compared, or, when no route
+    /// has it, of the schemes a typo away from it; at most `maxCandidates` of
+    /// them, and no request longer than `maxRequestBytes`: a flood of bad
+    /// lines must not cost a scan of a large table each.
     public func nearestRoute(scheme: String, host: String, path: [String]) -> RoutePattern? {
-        let request = Array(Self.written(scheme: NearestRoute.lowercased(scheme), segments: [NearestRoute.lowercased(host)] + path).utf8)
+        let wantedScheme = NearestRoute.lowercased(scheme)
+        let request = Array(NearestRoute.written(scheme: wantedScheme, segments: [NearestRoute.lowercased(host)] + path).utf8)
         guard request.count <= NearestRoute.maxRequestBytes else { return nil }
         let limit = NearestRoute.maxEdits(forLength: request.count)
+        var schemes: Set<String> = [wantedScheme]
+        if trie.roots[wantedScheme] == nil {
+            let wanted = Array(wantedScheme.utf8)
+            schemes = Set(trie.roots.keys.filter { NearestRoute.edits(wanted, Array($0.utf8), atMost: limit) != nil })
+            if schemes.isEmpty { return nil }
+        }
         var best: (pattern: RoutePattern, edits: Int)?
-        for route in storage.prefix(NearestRoute.maxCandidates) {
-            let pattern = route.pattern
-            for alternative in pattern.alternatives {
-                let candidate = Array(Self.written(scheme: pattern.scheme,
-                                                   segments: NearestRoute.fill(alternative, with: [host] + path)).utf8)
+        var scratch = NearestRoute.Scratch()
+        var compared = 0
+        for route in storage where schemes.contains(route.pattern.scheme) {
+            compared += 1
+            if compared > NearestRoute.maxCandidates { break }
+            for alternative in route.pattern.alternatives {
+                let candidate = Array(NearestRoute.written(scheme: route.pattern.scheme,
+                                                           segments: NearestRoute.fill(alternative, with: [host] + path)).utf8)
                 let bound = min(limit, (best?.edits ?? limit + 1) - 1)
-                if let edits = NearestRoute.edits(request, candidate, atMost: bound), edits > 0 {
-                    best = (pattern, edits)
+                if let edits = NearestRoute.edits(request, candidate, atMost: bound, scratch: &scratch), edits > 0 {
+                    best = (route.pattern, edits)
                 }
             }
         }
         return best?.pattern
-    }
-
-    private static func written(scheme: String, segments: [String]) -> String {
-        scheme + "://" + segments.joined(separator: "/")
     }
 }
 
@@ -37,7 +47,16 @@ enum NearestRoute {
     /// Requests longer than this get no suggestion.
     static let maxRequestBytes = 512
     /// Routes past this many (in registration order) are not compared.
-    static let maxCandidates = 4096
+    static let maxCandidates = 1024
+
+    static func written(scheme: String, segments: [String]) -> String {
+        scheme + "://" + segments.joined(separator: "/")
+    }
+
+    /// The rows `edits` works in, kept from one comparison to the next.
+    struct Scratch {
+        var rows: ([Int], [Int], [Int]) = ([], [], [])
+    }
 
     /// Scheme and host match case-insensitively, so they are compared so.
     static func lowercased(_ text: String) -> String { text.lowercased() }
@@ -68,10 +87,24 @@ enum NearestRoute {
     /// swap two neighbours: the typos hands make), or nil when it is more
     /// than `limit` (the rows stop as soon as every entry is past it).
     static func edits(_ a: [UInt8], _ b: [UInt8], atMost limit: Int) -> Int? {
+        var scratch = Scratch()
+        return edits(a, b, atMost: limit, scratch: &scratch)
+    }
+
+    static func edits(_ a: [UInt8], _ b: [UInt8], atMost limit: Int, scratch: inout Scratch) -> Int? {
         guard limit >= 0, abs(a.count - b.count) <= limit else { return nil }
-        var beforePrevious = [Int](repeating: 0, count: b.count + 1)
-        var previous = Array(0...b.count)
-        var current = [Int](repeating: 0, count: b.count + 1)
+        // Taken out, so each row is the only reference to its storage.
+        var (beforePrevious, previous, current) = scratch.rows
+        scratch.rows = ([], [], [])
+        defer { scratch.rows = (beforePrevious, previous, current) }
+        func reset(_ row: inout [Int]) {
+            row.removeAll(keepingCapacity: true)
+            row.append(contentsOf: repeatElement(0, count: b.count + 1))
+        }
+        reset(&beforePrevious)
+        reset(&previous)
+        reset(&current)
+        for j in 0...b.count { previous[j] = j }
         for i in a.indices {
             current[0] = i + 1
             var rowMinimum = current[0]

@@ -94,6 +94,14 @@ public struct RouteTable<Value: Sendable>: Sendable {
         storage.map { ($0.pattern, $0.value) }
     }
 
+    /// The values of the routes of `scheme` (compared case-insensitively), in
+    /// registration order.
+    public func values(ofScheme scheme: String) -> [Value] {
+        let scheme = Self.lowercased(scheme)
+        guard trie.roots[scheme] != nil else { return [] }
+        return storage.compactMap { $0.pattern.scheme == scheme ? $0.value : nil }
+    }
+
     /// Candidates for a request, best first, computed lazily as they are asked for.
     /// `scheme` and a literal `host` are compared case-insensitively (ASCII), `path` exactly;
     /// an argument bound to the host gets it as the request spelled it.

@@ -24,9 +24,7 @@ struct NotFoundMessage {
             message += " (did you mean \(nearest.text)?)"
         }
         let wanted = Self.schemeKey(scheme)
-        if let reason = table.routes.lazy
-            .filter({ Self.schemeKey($0.pattern.scheme) == wanted })
-            .compactMap({ $0.value.endpoint.unavailableReason }).first {
+        if let reason = table.values(ofScheme: scheme).lazy.compactMap({ $0.endpoint.unavailableReason }).first {
             message += "; \(reason)"
         } else if let refused = statuses.first(where: { $0.error != nil && Self.mayServe(wanted, $0) }),
                   let error = refused.error {
