@@ -1,6 +1,7 @@
 import ArgumentParser
 import XCallbackCLI
 import XCallbackHost
+import XCallbackQueue
 import XCallbackSystem
 
 /// The `xcallback-queue` command: the command line of `xcallback`
@@ -13,6 +14,8 @@ struct XCallback: ParsableCommand {
     static func main() {
         Allocator.keepFreedMemory()
         let arguments = Array(CommandLine.arguments.dropFirst())
+        // Read; now out of sight of `ps`.
+        CommandLinePasswords.scrub()
         RootCommand.runInternalCommand(arguments)
         CommandRunner<Self>.run(arguments)
     }

@@ -112,6 +112,32 @@ struct QueueTests {
         #expect(status["done"] == Double(count) && status["ready"] == 0 && status["leased"] == 0 && status["hosts"] == 0)
     }
 
+    @Test("a password in the queue's URL is not in the running process's command line (ps)")
+    func passwordOutOfSight() async throws {
+        let queue = try TestPostgres.initializedDatabase()
+        // The test server trusts its socket, so any password is accepted.
+        let withPassword = queue.replacingOccurrences(of: "@/", with: ":s3cret-pw@/")
+        try #require(withPassword != queue && queue.hasPrefix("postgresql://"), "\(queue)")
+        let follower = try ChildProcess(["outcomes", "--queue", withPassword, "--follow"])
+        defer { follower.send(signal: SIGKILL) }
+        // Scrubbed once the arguments are read; the host then keeps running.
+        let scrubbed = await offCooperativePool { () -> String in
+            var commandLine = ""
+            for _ in 0..<200 {
+                guard let bytes = FileManager.default.contents(atPath: "/proc/\(follower.pid)/cmdline") else { break }
+                commandLine = String(decoding: bytes.map { $0 == 0 ? 0x20 : $0 }, as: UTF8.self)
+                if commandLine.contains("xcallback-queue") && !commandLine.contains("s3cret-pw") { break }
+                usleep(25_000)
+            }
+            return commandLine
+        }
+        #expect(scrubbed.contains("xcallback-queue") && scrubbed.contains(":xxxxxxxxx@/"), "\(scrubbed)")
+        #expect(!scrubbed.contains("s3cret-pw"), "\(scrubbed)")
+        follower.send(signal: SIGTERM)
+        _ = await follower.awaitExit(timeout: 10)
+        #expect(!follower.stderr.contains("s3cret-pw"), "\(follower.stderr)")
+    }
+
     @Test("outcomes --since ID prints only later records; --follow prints new ones as they are recorded; jsonl has the input")
     func outcomesFollow() throws {
         let queue = try TestPostgres.initializedDatabase()
