@@ -31,6 +31,10 @@ package struct RunQueueOptions: ParsableArguments {
     @Option(help: ArgumentHelp("With --queue: seconds outcomes are kept before hosts prune them.", valueName: "seconds"))
     var retention: Double = defaultRetention
 
+    @Option(name: .customLong("database-stop-timeout"),
+            help: ArgumentHelp("With --queue: at a stop, seconds (after the grace period) the host keeps trying to record outcomes and leave the queue when the database does not answer; then it gives up, saying on what, and exits.", valueName: "seconds"))
+    var databaseStopTimeout: Double = 30
+
     package static let defaultRetention: Double = 7 * 86_400
 
     package init() {}
@@ -39,6 +43,7 @@ package struct RunQueueOptions: ParsableArguments {
         if !(lease >= 1) { throw ValidationError("--lease must be at least 1 second") }
         if batchSize < 1 { throw ValidationError("--batch-size must be at least 1") }
         if !(retention > 0) { throw ValidationError("--retention must be a positive number of seconds") }
+        if !(databaseStopTimeout >= 0) { throw ValidationError("--database-stop-timeout must be a number of seconds, 0 or more") }
     }
 }
 
@@ -150,6 +155,7 @@ extension RunCommand {
     package var lease: Double { queueOptions.lease }
     package var batchSize: Int { queueOptions.batchSize }
     package var retention: Double { queueOptions.retention }
+    package var databaseStopTimeout: Double { queueOptions.databaseStopTimeout }
     var socket: String? { input.socket }
     var isolation: IsolationArgument { workers.isolation }
     var restartLimit: Int { workers.restartLimit }

@@ -28,7 +28,7 @@ package struct SignalWaiter: Sendable {
 
     /// Blocks the signals in the calling thread; threads created after this
     /// inherit the mask. Call before starting any thread.
-    static func blockHostSignals() -> SignalWaiter {
+    package static func blockHostSignals() -> SignalWaiter {
         let waiter = SignalWaiter()
         var set = waiter.signalSet
         pthread_sigmask(SIG_BLOCK, &set, nil)

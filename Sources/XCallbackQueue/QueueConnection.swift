@@ -40,38 +40,47 @@ actor QueueConnection {
     /// Runs `body` on the connection, opening it again and retrying after a
     /// lost connection until `body` succeeds or the task is cancelled.
     /// `body` must be safe to run again (see `QueueError.isConnectionLoss`).
-    /// Past `deadline`, the last error is thrown instead.
+    /// With a `deadline`, no attempt and no back-off reaches past it: the
+    /// last error (or a timeout) is thrown there.
     func retrying<T: Sendable>(_ what: String, until deadline: ContinuousClock.Instant? = nil,
                                _ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         while true {
             try Task.checkCancellation()
             do {
-                return try await run(body)
+                return try await run(until: deadline, body)
             } catch {
                 if Task.isCancelled { throw CancellationError() }
                 if let deadline, ContinuousClock.now >= deadline { throw error }
-                await failed(what, error)
+                await failed(what, error, until: deadline)
             }
         }
     }
 
-    /// Runs `body` on the open connection, and gives up on it after
-    /// `timeout`: the connection is then closed and forgotten, so the next
-    /// call opens a new one. A connection the server ended while a statement
-    /// was in flight has been seen to leave that statement unanswered for
-    /// good; a half-open TCP connection does the same.
-    func run<T: Sendable>(timeout: Duration = statementTimeout,
+    /// Runs `body` on the open connection (opening it first if need be), and
+    /// gives up on both after `timeout`, or at `deadline` if that comes
+    /// first: the connection is then closed and forgotten, so the next call
+    /// opens a new one. A connection the server ended while a statement was
+    /// in flight has been seen to leave that statement unanswered for good;
+    /// a half-open TCP connection does the same, and a connect to an
+    /// unreachable address waits its own 10 s.
+    func run<T: Sendable>(timeout: Duration = statementTimeout, until deadline: ContinuousClock.Instant? = nil,
                           _ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
-        let connection = try await open()
+        let limit = deadline.map { min(timeout, $0 - .now) } ?? timeout
+        guard limit > .zero else { throw QueueError("no time left to reach the database") }
         let outcome = FirstOutcome<T>()
         let result: T = try await withCheckedThrowingContinuation { continuation in
             outcome.set(continuation)
             Task {
-                do { outcome.resume(.success(try await body(connection))) } catch { outcome.resume(.failure(error)) }
+                do {
+                    let connection = try await self.open()
+                    outcome.resume(.success(try await body(connection)))
+                } catch {
+                    outcome.resume(.failure(error))
+                }
             }
             Task {
-                try? await Task.sleep(for: timeout)
-                outcome.resume(.failure(QueueError("no answer from the database within \(timeout)")))
+                try? await Task.sleep(for: limit)
+                outcome.resume(.failure(QueueError("no answer from the database within \(limit)")))
             }
         }
         return result
@@ -80,8 +89,9 @@ actor QueueConnection {
     /// How long a statement may go unanswered before its connection is given up.
     static let statementTimeout: Duration = .seconds(5)
 
-    /// Closes a broken connection, logs, and waits out the back-off.
-    func failed(_ what: String, _ error: any Error) async {
+    /// Closes a broken connection, logs, and waits out the back-off (never
+    /// past `deadline`).
+    func failed(_ what: String, _ error: any Error, until deadline: ContinuousClock.Instant? = nil) async {
         failures += 1
         let message = QueueError.describe(error)
         if failures == 1 {
@@ -93,14 +103,27 @@ actor QueueConnection {
             self.connection = nil
             try? await connection.close()
         }
-        let delay = min(5_000, 50 << min(failures - 1, 7))
-        try? await Task.sleep(for: .milliseconds(delay))
+        var delay = Duration.milliseconds(min(5_000, 50 << min(failures - 1, 7)))
+        if let deadline { delay = min(delay, max(.zero, deadline - .now)) }
+        try? await Task.sleep(for: delay)
     }
 
-    func close() async {
-        if let connection {
-            self.connection = nil
-            try? await connection.close()
+    /// Closes the connection; a server that does not answer the goodbye
+    /// holds it up for at most `limit`.
+    func close(within limit: Duration = .seconds(2)) async {
+        guard let connection else { return }
+        self.connection = nil
+        let done = FirstOutcome<Void>()
+        try? await withCheckedThrowingContinuation { continuation in
+            done.set(continuation)
+            Task {
+                try? await connection.close()
+                done.resume(.success(()))
+            }
+            Task {
+                try? await Task.sleep(for: limit)
+                done.resume(.success(()))
+            }
         }
     }
 

@@ -58,11 +58,18 @@ public final class QueueConsumer: Sendable {
     private let wakes: AsyncStream<Void>
     private let wake: AsyncStream<Void>.Continuation
     private let counters = Mutex(Counters())
+    /// When a stop must be over: set once the host has answered what it
+    /// started (its grace period included), to then plus
+    /// `shutdownRecordingLimit`. Every retry loop still running then (the
+    /// recording, returning what never started, leaving) gives up there.
+    private let leaveBy = Mutex<ContinuousClock.Instant?>(nil)
     private let written = Mutex(RecentlyWritten())
 
     struct Counters {
         var recorded = 0
         var fenced = 0
+        /// Outcomes given up on at a stop that could not reach the database.
+        var abandoned = 0
     }
 
     private let claimConnection: QueueConnection
@@ -125,7 +132,9 @@ public final class QueueConsumer: Sendable {
         host.serve(feed: feed, receiver: recorder)
 
         // Every started request has its record in the buffer: record them,
-        // then leave.
+        // then leave, all by one deadline whatever the database does.
+        let leaving = ContinuousClock.now + options.shutdownRecordingLimit
+        leaveBy.withLock { $0 = leaving }
         stop()
         recorder.finish()
         _ = try? Blocking.run { await recording.value }
@@ -133,10 +142,10 @@ public final class QueueConsumer: Sendable {
         // A LISTEN in progress ends when its connection does.
         _ = try? Blocking.run { [listenConnection] in await listenConnection.close() }
         _ = try? Blocking.run { await background.value }
-        let leaving = ContinuousClock.now + options.shutdownRecordingLimit
+        let left = feed.close() + unstarted.withLock { $0 }
+        var problem: String?
         do {
             try Blocking.run { [self] in
-                let left = feed.close() + unstarted.withLock { $0 }
                 if !left.isEmpty {
                     try await claimConnection.retrying("returning unstarted requests", until: leaving) { [store] connection in
                         try await store.release(left, on: connection)
@@ -150,7 +159,16 @@ public final class QueueConsumer: Sendable {
                 }
             }
         } catch {
-            logger.error("queue: could not leave the queue cleanly (\(QueueError.describe(error))); this host's requests go back to the queue when its lease runs out")
+            problem = QueueError.describe(error)
+        }
+        let abandoned = counters.withLock { $0.abandoned }
+        if problem != nil || abandoned > 0 {
+            // Said once, with all it gives up on.
+            var given: [String] = []
+            if abandoned > 0 { given.append("\(abandoned) outcome(s) not recorded") }
+            if problem != nil && !left.isEmpty { given.append("\(left.count) unstarted request(s) not returned") }
+            if problem != nil { given.append("this host not unregistered") }
+            logger.error("queue: stopped without the database after \(options.shutdownRecordingLimit) (\(problem ?? "it did not answer")): \(given.joined(separator: ", ")); those requests run again, on any host, once this host's lease of \(options.lease) runs out")
         }
         for connection in [claimConnection, recordConnection, controlConnection, listenConnection] {
             _ = try? Blocking.run { await connection.close() }
@@ -370,21 +388,30 @@ public final class QueueConsumer: Sendable {
         for await _ in recorder.arrivals {
             await recordWaiting()
         }
-        let deadline = ContinuousClock.now + options.shutdownRecordingLimit
-        await recordWaiting(until: deadline)
+        // What arrived last, by the stop's deadline (set before arrivals end).
+        await recordWaiting()
     }
 
-    /// Records everything waiting, in batches; gives up only at `deadline`.
-    private func recordWaiting(until deadline: ContinuousClock.Instant? = nil) async {
+    /// Records everything waiting, in batches, retrying until it succeeds;
+    /// once a stop has begun, only until its deadline (`leaveBy`).
+    private func recordWaiting() async {
+        // Read again at every step: a stop may begin while a batch is retried.
+        func deadline() -> ContinuousClock.Instant? { leaveBy.withLock { $0 } }
+        func pastDeadline() -> Bool { deadline().map { ContinuousClock.now >= $0 } ?? false }
         while true {
             let batch = recorder.take(max: 4_096)
             if batch.isEmpty { return }
+            if pastDeadline() {
+                abandon(batch)
+                continue
+            }
             var recorded = Set<Int64>()
             var retried = false
+            var abandoned = false
             while true {
                 do {
                     let (store, name, retried) = (store, name, retried)
-                    recorded = try await recordConnection.run { connection in
+                    recorded = try await recordConnection.run(until: deadline()) { connection in
                         var recorded = try await store.record(batch, host: name, on: connection)
                         if retried && recorded.count < batch.count {
                             // After a lost connection, some may have committed the first time.
@@ -395,15 +422,16 @@ public final class QueueConsumer: Sendable {
                     }
                     break
                 } catch {
-                    if let deadline, ContinuousClock.now >= deadline {
-                        logger.error("queue: gave up recording \(batch.count) outcome(s) at shutdown: \(QueueError.describe(error)); their requests run again elsewhere once this host's lease runs out")
-                        inFlight.withLock { for item in batch { $0[item.id] = nil } }
-                        return
+                    if pastDeadline() {
+                        abandon(batch)
+                        abandoned = true
+                        break
                     }
-                    await recordConnection.failed("recording outcomes", error)
+                    await recordConnection.failed("recording outcomes", error, until: deadline())
                     retried = true
                 }
             }
+            if abandoned { continue }
             let fenced = batch.count - recorded.count
             if fenced > 0 {
                 logger.warning("queue: \(fenced) outcome(s) not recorded: this host's lease on them had passed to another host, which runs them again")
@@ -421,6 +449,14 @@ public final class QueueConsumer: Sendable {
             if repeated > 0 { logger.debug("queue: \(repeated) record(s) already written by this host, not written again") }
             deliver(fresh.map(\.record))
         }
+    }
+
+    /// A stop's deadline passed before `batch` could be recorded: its
+    /// requests run again once this host's lease runs out (counted, and said
+    /// once at the end of `run`).
+    private func abandon(_ batch: [FinishedRequest]) {
+        inFlight.withLock { for item in batch { $0[item.id] = nil } }
+        counters.withLock { $0.abandoned += batch.count }
     }
 
     /// Writes (or opens, with `--open`) records once they are committed.

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Synchronization
 import Foundation
 import Logging
 import XCallbackCLI
@@ -369,6 +370,13 @@ struct OutcomesCommand: ParsableCommand {
     func run() throws {
         Diagnostics.bootstrap(level: .warning)
         signal(SIGPIPE, SIG_IGN)
+        // Following ends on SIGINT or SIGTERM as `run` does: a requested
+        // stop, so exit 0 after SIGTERM (130 after SIGINT), not death by it.
+        let stopped = Atomic<Bool>(false)
+        if follow {
+            SignalWaiter.blockHostSignals().start(
+                onStop: { stopped.store(true, ordering: .releasing) }, onReload: {}, onReport: {})
+        }
         let location: QueueLocation
         do { location = try QueueLocation(parsing: queue) } catch { throw Failure.exit(error.message) }
         let client = QueueClient(location: location, logger: Diagnostics.logger)
@@ -393,7 +401,8 @@ struct OutcomesCommand: ParsableCommand {
                 throw Failure.exit(error.message)
             }
             if readerGone || !follow { return }  // a closed stdout ends it quietly
-            client.pause(.milliseconds(500))
+            for _ in 0..<5 where !stopped.load(ordering: .acquiring) { client.pause(.milliseconds(100)) }
+            if stopped.load(ordering: .acquiring) { return }
         }
     }
 

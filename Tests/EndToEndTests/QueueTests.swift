@@ -150,7 +150,8 @@ struct QueueTests {
         _ = try Self.enqueue(queue, ["calc://x-callback-url/add?lhs=100&rhs=1"])
         #expect(follower.waitForStdoutLines(3, timeout: 30), "\(follower.stderr)")
         follower.send(signal: SIGTERM)
-        _ = follower.waitForExit(timeout: 10)
+        // A requested stop, as for `run`: 0, not death by the signal.
+        #expect(follower.waitForExit(timeout: 10) == .exited(0), "\(follower.stderr)")
         host.send(signal: SIGTERM)
         #expect(host.waitForExit(timeout: 30) == .exited(0))
         let records = follower.stdoutLines
