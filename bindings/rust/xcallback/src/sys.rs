@@ -83,16 +83,9 @@ pub struct HostApi {
     pub abi_major: u16,
     pub abi_minor: u16,
     // 1.0: registration
-    pub register_action:
-        unsafe extern "C" fn(*mut Plugin, *const c_char, *const c_char, Handler, *mut c_void) -> c_int,
-    pub register_controller_action: unsafe extern "C" fn(
-        *mut Plugin,
-        *const c_char,
-        *const c_char,
-        *const c_char,
-        Handler,
-        *mut c_void,
-    ) -> c_int,
+    pub register_action: unsafe extern "C" fn(*mut Plugin, *const c_char, *const c_char, Handler, *mut c_void) -> c_int,
+    pub register_controller_action:
+        unsafe extern "C" fn(*mut Plugin, *const c_char, *const c_char, *const c_char, Handler, *mut c_void) -> c_int,
     pub register_pattern: unsafe extern "C" fn(*mut Plugin, *const c_char, Handler, *mut c_void) -> c_int,
     // 1.0: request accessors
     pub request_url: unsafe extern "C" fn(*const Request) -> *const c_char,
