@@ -83,6 +83,16 @@ struct RustPluginTests {
         #expect(check.lines.contains("greeter://guests/:number"), "\(check.stdout)")
     }
 
+    /// The binding's own unit tests (a fake host table), so `swift test`, the
+    /// one test command, runs them too.
+    @Test("bindings/rust/xcallback: cargo test",
+          .enabled(if: cargoTestsRun, Comment(rawValue: cargoMissing)), .scaledTimeLimit(minutes: 10))
+    func bindingUnitTests() throws {
+        let scratch = try Scratch()
+        try runIn(RustExample.checkout + "/bindings/rust/xcallback",
+                  [try requireCargo(), "test", "--offline", "--target-dir", scratch.file("target")])
+    }
+
     /// The guide's Rust chapter shows code from the example, which the test
     /// above builds and runs: every `rust` and `toml` block in the chapter
     /// must be a verbatim excerpt of `src/lib.rs` or `Cargo.toml`.
