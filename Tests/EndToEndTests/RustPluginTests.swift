@@ -62,13 +62,15 @@ struct RustPluginTests {
             let result = try xcallback(["run", "-k", "--isolation", isolation, "--plugins", plugins], lines: requests)
             #expect(result.status == .exited(0), "\(isolation): \(result.stderr)")
             // The records Swift's example gives too (see the parity test), then the guide's extras.
-            #expect(result.lines.suffix(4) == [
+            #expect(result.lines.suffix(5) == [
                 // A typed argument.
                 "success?greeting=Hello%2C%20guest%207%21",
                 // An error in a domain the plug-in named.
                 "error?errorCode=NoSuchGuest&errorMessage=guests%20are%20numbered%20from%201&errorDomain=guests",
                 // guests/:number declined "Ada"; guests/* answered, to the x-success callback.
                 "demo://greeted?greeting=Hello%2C%20Ada%21",
+                // Answered from another thread, through a Responder.
+                "demo://later?greeting=Hello%2C%20Ada%21",
                 // A panic: an error outcome, the host and the worker unharmed.
                 "error?errorCode=Panic&errorMessage=the%20handler%20panicked%3A%20asked%20to&errorDomain=greeter",
             ], "\(isolation): \(result.stderr)")

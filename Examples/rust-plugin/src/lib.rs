@@ -6,9 +6,10 @@
 //! greeter://people/:name                                ->  the same, the name from the path
 //! greeter://x-callback-url/whoami                       ->  the route that matched, the request's number and attempt
 //! greeter://guests/:number                              ->  a typed argument, or decline to greeter://guests/*
+//! greeter://x-callback-url/later?name=Ada              ->  answered from another thread
 //! greeter://x-callback-url/panic                        ->  what a panic becomes
 use std::fmt;
-use xcallback::{parameter_enum, plugin, Reply, Request, Result};
+use xcallback::{parameter_enum, plugin, Reply, Request, Responder, Result};
 
 parameter_enum! {
     /// What `greeting=` may ask for; anything else is a ParameterError
@@ -68,6 +69,14 @@ fn guest(request: &Request) -> Reply {
     }
 }
 
+/// Answered from another thread: copy out of the request what the thread
+/// needs, for the request lives only as long as the handler call.
+fn later(request: &Request, responder: Responder) -> Result<()> {
+    let name: String = request.parameter("name")?;
+    std::thread::spawn(move || responder.send(hello(&name, Greeting::Hello)));
+    Ok(())
+}
+
 plugin! {
     name: "greeter",
     version: "1.0.0",
@@ -78,6 +87,7 @@ plugin! {
         routes.action("greeter", "whoami", whoami);
         routes.pattern("greeter://guests/:number", guest);
         routes.pattern("greeter://guests/*", |request| hello(&request.argument::<String>("*")?, Greeting::Hello));
+        routes.action_later("greeter", "later", later);
         routes.action("greeter", "panic", |_| -> Reply { panic!("asked to") });
     }
 }

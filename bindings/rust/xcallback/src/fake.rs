@@ -6,6 +6,9 @@ use std::cell::RefCell;
 use std::ffi::{CStr, CString};
 use std::os::raw::{c_char, c_int, c_void};
 use std::ptr::null;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 /// A request as the fake host holds it.
 pub struct FakeRequest {
@@ -35,8 +38,11 @@ impl FakeRequest {
 
 thread_local! {
     static REGISTERED: RefCell<Vec<(String, sys::Handler, *mut c_void)>> = const { RefCell::new(Vec::new()) };
-    static REPLIES: RefCell<Vec<Reply>> = const { RefCell::new(Vec::new()) };
 }
+
+/// Completions by reply token, from any thread.
+static REPLIES: Mutex<Vec<(u64, Reply)>> = Mutex::new(Vec::new());
+static TOKENS: AtomicU64 = AtomicU64::new(1);
 
 unsafe fn fake<'a>(request: *const sys::Request) -> &'a FakeRequest {
     &*(request as *const FakeRequest)
@@ -51,8 +57,8 @@ fn find(pairs: &[(CString, CString)], name: *const c_char) -> *const c_char {
     pairs.iter().find(|(key, _)| key.as_c_str() == name).map_or(null(), |(_, value)| value.as_ptr())
 }
 
-fn record(reply: Reply) -> c_int {
-    REPLIES.with(|replies| replies.borrow_mut().push(reply));
+fn record(token: sys::Reply, reply: Reply) -> c_int {
+    REPLIES.lock().unwrap().push((token.token, reply));
     sys::OK
 }
 
@@ -126,24 +132,24 @@ unsafe extern "C" fn request_parameter(
 ) -> *const c_char {
     find(&fake(request).parameters, name)
 }
-unsafe extern "C" fn reply_success(_: sys::Reply, items: *const sys::Param, count: usize) -> c_int {
+unsafe extern "C" fn reply_success(token: sys::Reply, items: *const sys::Param, count: usize) -> c_int {
     let items = std::slice::from_raw_parts(items, count);
-    record(Reply::Success(items.iter().map(|item| (string(item.name), string(item.value))).collect()))
+    record(token, Reply::Success(items.iter().map(|item| (string(item.name), string(item.value))).collect()))
 }
 unsafe extern "C" fn reply_error(
-    _: sys::Reply,
+    token: sys::Reply,
     code: *const c_char,
     message: *const c_char,
     domain: *const c_char,
 ) -> c_int {
     let domain = (!domain.is_null()).then(|| string(domain));
-    record(Reply::Error { code: string(code), message: string(message), domain })
+    record(token, Reply::Error { code: string(code), message: string(message), domain })
 }
-unsafe extern "C" fn reply_cancel(_: sys::Reply) -> c_int {
-    record(Reply::Cancel)
+unsafe extern "C" fn reply_cancel(token: sys::Reply) -> c_int {
+    record(token, Reply::Cancel)
 }
-unsafe extern "C" fn reply_decline(_: sys::Reply) -> c_int {
-    record(Reply::Decline)
+unsafe extern "C" fn reply_decline(token: sys::Reply) -> c_int {
+    record(token, Reply::Decline)
 }
 unsafe extern "C" fn log(_: *mut sys::Plugin, _: c_int, _: *const c_char) {}
 unsafe extern "C" fn request_route(request: *const sys::Request) -> *const c_char {
@@ -209,13 +215,40 @@ pub fn register(api: &'static sys::HostApi, build: impl FnOnce(&mut crate::Route
     (status, REGISTERED.with(|routes| routes.borrow().iter().map(|(route, _, _)| route.clone()).collect()))
 }
 
-/// Runs the handler registered for `route` on `request`; returns its reply.
+/// Runs the handler registered for `route` on `request`; returns its reply
+/// (waiting up to 5 s for one sent from another thread).
 pub fn call(route: &str, request: &FakeRequest) -> Reply {
+    let mut replies = call_all(route, request, Duration::ZERO);
+    assert_eq!(replies.len(), 1, "{route}: completed {} times: {replies:?}", replies.len());
+    replies.remove(0)
+}
+
+/// Runs the handler; waits for its first completion, then `settle` longer;
+/// returns every completion of that request.
+pub fn call_all(route: &str, request: &FakeRequest, settle: Duration) -> Vec<Reply> {
     let (handler, data) = REGISTERED
         .with(|routes| {
             routes.borrow().iter().find(|(name, _, _)| name == route).map(|(_, handler, data)| (*handler, *data))
         })
         .unwrap_or_else(|| panic!("no route {route}"));
-    unsafe { handler(request as *const FakeRequest as *const sys::Request, sys::Reply { token: 1 }, data) };
-    REPLIES.with(|replies| replies.borrow_mut().pop()).expect("no reply")
+    let token = TOKENS.fetch_add(1, Ordering::Relaxed);
+    unsafe { handler(request as *const FakeRequest as *const sys::Request, sys::Reply { token }, data) };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let replies = || -> Vec<Reply> {
+        REPLIES.lock().unwrap().iter().filter(|(of, _)| *of == token).map(|(_, reply)| reply.clone()).collect()
+    };
+    while replies().is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    std::thread::sleep(settle);
+    replies()
+}
+
+/// Whether any request was completed with a success holding `value`.
+pub fn answered_with(value: &str) -> bool {
+    REPLIES
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|(_, reply)| matches!(reply, Reply::Success(items) if items.iter().any(|(_, v)| v == value)))
 }

@@ -17,7 +17,8 @@
 //! Build a `cdylib` (`crate-type = ["cdylib"]`); the library exports the two
 //! entry points the host looks up. `sys` is the raw C ABI.
 //!
-//! - [`Routes`]: `action`, `controller` and `pattern` routes.
+//! - [`Routes`]: `action`, `controller` and `pattern` routes; their `_later`
+//!   forms hand the handler a [`Responder`] to answer from any thread.
 //! - [`Request`]: typed `parameter`, `optional_parameter`, `list` and
 //!   `argument` ([`FromParameter`]: the integers, `f64`, `f32`, `bool`,
 //!   `String`, and enumerations made with [`parameter_enum!`]); `url`,
@@ -30,12 +31,14 @@
 
 #[cfg(test)]
 mod fake;
+mod later;
 mod reply;
 mod request;
 mod routes;
 pub mod sys;
 mod value;
 
+pub use later::Responder;
 pub use reply::{Error, IntoReply, Reply, Result};
 pub use request::Request;
 pub use routes::{register, Routes};
@@ -204,5 +207,79 @@ mod tests {
         assert_eq!(status, -2, "the first failure is what registration returns");
         let (status, _) = fake::register(fake::api(2), |_| panic!("while registering"));
         assert_eq!(status, -1);
+    }
+
+    #[test]
+    fn later_routes_answer_once_from_any_thread() {
+        use std::time::Duration;
+        fake::register(fake::api(2), |routes| {
+            routes.action_later("slow", "echo", |request, responder| {
+                let text: String = request.parameter("text")?;
+                std::thread::spawn(move || {
+                    std::thread::sleep(Duration::from_millis(20));
+                    responder.send(Reply::success(&[("text", &text)]));
+                });
+                Ok(())
+            });
+            routes.pattern_later("slow://now/:value", |request, responder| {
+                // Sent while the handler runs: held until it returns, so the
+                // request it still reads stays valid.
+                let value = request.text_argument("value").unwrap_or_default();
+                std::thread::scope(|scope| {
+                    scope.spawn(|| responder.send(Reply::success(&[("value", &value)])));
+                });
+                assert!(!fake::answered_with(&value), "the host got the reply before the handler returned");
+                let _still_valid = request.url();
+                Ok(())
+            });
+            routes.controller_later("slow", "drop", "it", |_, responder| {
+                drop(responder);
+                Ok(())
+            });
+            routes.action_later("slow", "panic", |_, _| panic!("too slow"));
+            routes.action_later("slow", "thread-panic", |_, responder| {
+                std::thread::spawn(move || {
+                    let _owned = responder;
+                    panic!("in a thread");
+                });
+                Ok(())
+            });
+            routes.action_later("slow", "answered-then-failed", |_, responder| {
+                responder.send(Reply::Cancel);
+                Err(Error::new("Late", "after the answer"))
+            });
+        });
+        let request = |parameters: &[(&str, &str)], arguments: &[(&str, &str)]| {
+            FakeRequest::new("slow://", parameters, arguments)
+        };
+        let settle = Duration::from_millis(50);
+        assert_eq!(
+            fake::call_all("slow://x-callback-url/echo", &request(&[("text", "hi")], &[]), settle),
+            [Reply::success(&[("text", "hi")])]
+        );
+        assert_eq!(
+            fake::call_all("slow://x-callback-url/echo", &request(&[], &[]), settle),
+            [error("ParameterError", "missing required parameter 'text' (text)")]
+        );
+        assert_eq!(
+            fake::call_all("slow://now/:value", &request(&[], &[("value", "held-7c1f")]), settle),
+            [Reply::success(&[("value", "held-7c1f")])]
+        );
+        assert_eq!(
+            fake::call_all("slow://drop/it", &request(&[], &[]), settle),
+            [error("NoReply", "the handler dropped its Responder without answering")]
+        );
+        assert_eq!(
+            fake::call_all("slow://x-callback-url/panic", &request(&[], &[]), settle),
+            [error("Panic", "the handler panicked: too slow")]
+        );
+        assert_eq!(
+            fake::call_all("slow://x-callback-url/thread-panic", &request(&[], &[]), settle),
+            [error("Panic", "the handler panicked")]
+        );
+        assert_eq!(
+            fake::call_all("slow://x-callback-url/answered-then-failed", &request(&[], &[]), settle),
+            [Reply::Cancel]
+        );
     }
 }
