@@ -86,13 +86,19 @@ struct RustPluginTests {
     }
 
     /// The binding's own unit tests (a fake host table), so `swift test`, the
-    /// one test command, runs them too.
-    @Test("bindings/rust/xcallback: cargo test",
+    /// one test command, runs them too; given `xcallback sdk --layout`, they
+    /// hold `xcallback::sys` to the header field for field.
+    @Test("bindings/rust/xcallback: cargo test, sys held to sdk --layout",
           .enabled(if: cargoTestsRun, Comment(rawValue: cargoMissing)), .scaledTimeLimit(minutes: 10))
     func bindingUnitTests() throws {
         let scratch = try Scratch()
+        let layout = try xcallback(["sdk", "--layout"])
+        try #require(layout.status == .exited(0), "\(layout.stderr)")
+        try layout.stdout.write(toFile: scratch.file("layout.txt"), atomically: true, encoding: .utf8)
+        var environment = ProcessInfo.processInfo.environment
+        environment["XCALLBACK_LAYOUT"] = scratch.file("layout.txt")
         try runIn(RustExample.checkout + "/bindings/rust/xcallback",
-                  [try requireCargo(), "test", "--offline", "--target-dir", scratch.file("target")])
+                  [try requireCargo(), "test", "--offline", "--target-dir", scratch.file("target")], environment: environment)
     }
 
     /// The guide's Rust chapter shows code from the example, which the test
