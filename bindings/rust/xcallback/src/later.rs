@@ -109,3 +109,9 @@ impl Responder {
         self.pending.complete(answer.into_reply());
     }
 }
+
+// A Responder is for moving to another thread.
+const _: fn() = || {
+    fn send_and_sync<T: Send + Sync>() {}
+    send_and_sync::<Responder>();
+};
