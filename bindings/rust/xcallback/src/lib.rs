@@ -99,7 +99,7 @@ mod tests {
         };
         assert_eq!(call(&[("lhs", "2"), ("rhs", "4.5")]), Reply::success(&[("result", "6.5")]));
         assert_eq!(call(&[("lhs", "2")]), Reply::success(&[("result", "2")]));
-        assert_eq!(call(&[]), error("ParameterError", "missing required parameter 'lhs' (a decimal number)"));
+        assert_eq!(call(&[]), error("ParameterError", "missing required parameter 'lhs'"));
         assert_eq!(
             call(&[("lhs", "1"), ("rhs", "two")]),
             error("ParameterError", "parameter 'rhs' must be a decimal number, got 'two'")
@@ -150,7 +150,7 @@ mod tests {
         );
         assert_eq!(
             fake::call("zoo://keepers/:id", &FakeRequest::new("", &[], &[])),
-            error("ParameterError", "missing required parameter 'id' (an integer from 0 to 255)")
+            error("ParameterError", "missing required parameter 'id'")
         );
     }
 
@@ -259,7 +259,7 @@ mod tests {
         );
         assert_eq!(
             fake::call_all("slow://x-callback-url/echo", &request(&[], &[]), settle),
-            [error("ParameterError", "missing required parameter 'text' (text)")]
+            [error("ParameterError", "missing required parameter 'text'")]
         );
         assert_eq!(
             fake::call_all("slow://now/:value", &request(&[], &[("value", "held-7c1f")]), settle),
