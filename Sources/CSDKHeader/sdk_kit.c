@@ -63,6 +63,27 @@ static const unsigned char file17[] = {
 static const unsigned char file18[] = {
 #embed "../../bindings/swift/Sources/XCallbackParameters/DecimalText.swift"
 };
+static const unsigned char file19[] = {
+#embed "../../bindings/rust/xcallback/rustfmt.toml"
+};
+static const unsigned char file20[] = {
+#embed "../../bindings/rust/xcallback/src/fake.rs"
+};
+static const unsigned char file21[] = {
+#embed "../../bindings/rust/xcallback/src/later.rs"
+};
+static const unsigned char file22[] = {
+#embed "../../bindings/rust/xcallback/src/reply.rs"
+};
+static const unsigned char file23[] = {
+#embed "../../bindings/rust/xcallback/src/request.rs"
+};
+static const unsigned char file24[] = {
+#embed "../../bindings/rust/xcallback/src/routes.rs"
+};
+static const unsigned char file25[] = {
+#embed "../../bindings/rust/xcallback/src/value.rs"
+};
 
 static const xcallback_sdk_file files[] = {
     {"swift/Package.swift", file0, sizeof file0},
@@ -84,6 +105,13 @@ static const xcallback_sdk_file files[] = {
     {"rust/xcallback/src/lib.rs", file16, sizeof file16},
     {"rust/xcallback/src/sys.rs", file17, sizeof file17},
     {"swift/Sources/XCallbackParameters/DecimalText.swift", file18, sizeof file18},
+    {"rust/xcallback/rustfmt.toml", file19, sizeof file19},
+    {"rust/xcallback/src/fake.rs", file20, sizeof file20},
+    {"rust/xcallback/src/later.rs", file21, sizeof file21},
+    {"rust/xcallback/src/reply.rs", file22, sizeof file22},
+    {"rust/xcallback/src/request.rs", file23, sizeof file23},
+    {"rust/xcallback/src/routes.rs", file24, sizeof file24},
+    {"rust/xcallback/src/value.rs", file25, sizeof file25},
 };
 
 const xcallback_sdk_file *xcallback_sdk_kit_files(void) { return files; }

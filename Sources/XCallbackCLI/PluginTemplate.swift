@@ -85,6 +85,7 @@ struct PluginTemplate {
                     /* A whole C string: the host refuses requests holding a NUL byte. */
                     const char *name = host->request_parameter(request, "name", NULL);
                     if (name == NULL) {
+                        /* NULL domain: this plug-in's name, as for every error that names no other. */
                         host->reply_error(reply, "ParameterError", "missing required parameter 'name'", NULL);
                         return;
                     }
@@ -210,13 +211,13 @@ struct PluginTemplate {
                 """),
             File(path: "src/lib.rs", text: """
                 //! \(scheme)://x-callback-url/hello?name=Ada  ->  success?greeting=Hello%2C%20Ada%21
-                use xcallback::{plugin, Reply, Request};
+                use xcallback::{plugin, Reply, Request, Result};
 
-                fn hello(request: &Request) -> Reply {
-                    match request.parameter("name") {
-                        Some(name) => Reply::success(&[("greeting", &format!("Hello, {name}!"))]),
-                        None => Reply::error("ParameterError", "missing required parameter 'name'"),
-                    }
+                /// A missing `name` is a ParameterError, in this plug-in's domain as
+                /// every error is unless it names another: `?` answers it.
+                fn hello(request: &Request) -> Result<Reply> {
+                    let name: String = request.parameter("name")?;
+                    Ok(Reply::success(&[("greeting", &format!("Hello, {name}!"))]))
                 }
 
                 plugin! {

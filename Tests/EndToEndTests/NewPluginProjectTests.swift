@@ -101,10 +101,10 @@ struct NewPluginProjectTests {
         try Self.makeAndDrive("swift", build: ["swift", "build"], library: ".build/debug/libNAME.so")
     }
 
-    @Test("Rust: cargo build, check, run", .enabled(if: cargoPath != nil, Comment(rawValue: cargoMissing)),
+    @Test("Rust: cargo build, check, run", .enabled(if: cargoTestsRun, Comment(rawValue: cargoMissing)),
           .scaledTimeLimit(minutes: 10))
     func rustProject() throws {
-        try Self.makeAndDrive("rust", build: [cargoPath!, "build", "--offline"], library: "target/debug/libNAME.so")
+        try Self.makeAndDrive("rust", build: [try requireCargo(), "build", "--offline"], library: "target/debug/libNAME.so")
     }
 
     @Test("an existing folder or a name that cannot be a scheme is refused")
@@ -118,38 +118,5 @@ struct NewPluginProjectTests {
         let bad = try xcallback(["new", "Bad-Name"])
         #expect(bad.status != .exited(0))
         #expect(bad.stderr.contains("is not a plug-in name"), "\(bad.stderr)")
-    }
-}
-
-/// `bindings/rust/xcallback` and `Examples/rust-plugin`: built outside the
-/// tree with cargo (offline: the binding has no dependencies) and driven in
-/// both isolation modes, when cargo is installed.
-@Suite("Rust plug-in")
-struct RustPluginTests {
-    @Test("Examples/rust-plugin builds with the in-repo binding and answers in both isolation modes",
-          .enabled(if: cargoPath != nil, Comment(rawValue: cargoMissing)),
-          .scaledTimeLimit(minutes: 10))
-    func example() throws {
-        let scratch = try Scratch()
-        let package = scratch.file("rust-plugin")
-        try FileManager.default.copyItem(atPath: SwiftPluginPackageTests.checkout + "/Examples/rust-plugin", toPath: package)
-        try? FileManager.default.removeItem(atPath: package + "/target")
-        let manifest = package + "/Cargo.toml"
-        let text = try String(contentsOfFile: manifest, encoding: .utf8)
-        let pointed = text.replacingOccurrences(of: #"path = "../../bindings/rust/xcallback""#,
-                                                with: "path = \"\(SwiftPluginPackageTests.checkout)/bindings/rust/xcallback\"")
-        #expect(pointed != text, "the example no longer depends on the binding by path")
-        try pointed.write(toFile: manifest, atomically: true, encoding: .utf8)
-        try runIn(package, [cargoPath!, "build", "--offline"])
-        let requests = try String(contentsOfFile: package + "/requests.txt", encoding: .utf8).split(separator: "\n").map(String.init)
-        for isolation in ["none", "process"] {
-            let result = try xcallback(["run", "-k", "--isolation", isolation, "--plugins", package + "/target/debug"], lines: requests)
-            #expect(result.lines == [
-                "success?greeting=Hello%2C%20Ada%21",
-                "success?greeting=Hello%2C%20Grace%21",
-                "error?errorCode=EmptyName&errorMessage=the%20name%20is%20empty&errorDomain=greeter",
-                "success?route=greeter%3A%2F%2Fx-callback-url%2Fwhoami&numbered=yes&attempt=1",
-            ], "\(isolation): \(result.stderr)")
-        }
     }
 }

@@ -50,6 +50,10 @@ struct SwiftPluginPackageTests {
                 // A thrown error that is not a PluginError: the type's name, the plug-in's domain.
                 "error?errorCode=EmptyName&errorMessage=the%20name%20is%20empty&errorDomain=greeter",
                 "success?route=greeter%3A%2F%2Fx-callback-url%2Fwhoami&numbered=yes&attempt=1",
+                // A typed enumeration, and the callbacks the request named.
+                "demo://greeted?greeting=Hi%2C%20Ada%21",
+                "demo://failed?errorCode=ParameterError&errorMessage=missing%20required%20parameter%20%27name%27&errorDomain=greeter",
+                "demo://failed?errorCode=ParameterError&errorMessage=parameter%20%27greeting%27%20must%20be%20one%20of%20hello%2C%20hi%2C%20welcome%2C%20got%20%27yo%27&errorDomain=greeter",
             ], "\(isolation)")
         }
         let check = try xcallback(["check", plugins + "/libGreeter.so"])

@@ -1,17 +1,21 @@
 import XCallbackPluginKit
 
-/// greeter://x-callback-url/greet?name=Ada  ->  success?greeting=Hello%2C%20Ada%21
-/// greeter://people/:name                    ->  the same, the name from the path
-/// greeter://x-callback-url/whoami            ->  success?route=…&numbered=yes&attempt=1
+/// greeter://x-callback-url/greet?name=Ada&greeting=hi  ->  success?greeting=Hi%2C%20Ada%21
+/// greeter://people/:name                                ->  the same, the name from the path
+/// greeter://x-callback-url/whoami                       ->  success?route=…&numbered=yes&attempt=1
+///
+/// Examples/rust-plugin has the same routes and answers requests.txt with
+/// the same records (Tests/EndToEndTests/PluginParityTests.swift).
 let greeter = Plugin(
     name: "greeter", version: "1.0.0",
     summary: "Greets people: greeter://x-callback-url/greet?name="
 ) { routes in
     routes.action("greeter", "greet") { request in
-        try greet(request.parameter("name", as: String.self))
+        try greet(request.parameter("name", as: String.self),
+                  request.optionalParameter("greeting", as: Greeting.self) ?? .hello)
     }
     routes.pattern("greeter://people/:name") { request in
-        try greet(request.argument("name", as: String.self))
+        try greet(request.argument("name", as: String.self), .hello)
     }
     // What the kit tells a handler about its request: the route that
     // matched, the host's number for it (the one its log lines carry) and
@@ -22,9 +26,20 @@ let greeter = Plugin(
     }
 }
 
-private func greet(_ name: String) throws -> Reply {
+/// What `greeting=` may ask for; anything else is a `ParameterError` that
+/// names these three.
+enum Greeting: String, CaseIterable, ParameterValue {
+    case hello, hi, welcome
+}
+
+private func greet(_ name: String, _ greeting: Greeting) throws -> Reply {
     guard !name.isEmpty else { throw EmptyName() }
-    return .success(["greeting": "Hello, \(name)!"])
+    let word = switch greeting {
+    case .hello: "Hello"
+    case .hi: "Hi"
+    case .welcome: "Welcome"
+    }
+    return .success(["greeting": "\(word), \(name)!"])
 }
 
 /// A thrown error that is not a `PluginError`: its code is the type's name,

@@ -1,6 +1,7 @@
 //! The C ABI of `xcallback.h` (ABI 1.2), written by hand, field for field.
-//! The size asserts below fail the build if a field goes missing; compare
-//! with `xcallback sdk --layout` when the header changes.
+//! The size asserts below fail the build if a field goes missing; the test
+//! `layout_is_the_headers`, given `xcallback sdk --layout` (the Swift test
+//! suite passes it), holds every offset and size to the header's.
 
 use std::os::raw::{c_char, c_int, c_void};
 
@@ -83,16 +84,9 @@ pub struct HostApi {
     pub abi_major: u16,
     pub abi_minor: u16,
     // 1.0: registration
-    pub register_action:
-        unsafe extern "C" fn(*mut Plugin, *const c_char, *const c_char, Handler, *mut c_void) -> c_int,
-    pub register_controller_action: unsafe extern "C" fn(
-        *mut Plugin,
-        *const c_char,
-        *const c_char,
-        *const c_char,
-        Handler,
-        *mut c_void,
-    ) -> c_int,
+    pub register_action: unsafe extern "C" fn(*mut Plugin, *const c_char, *const c_char, Handler, *mut c_void) -> c_int,
+    pub register_controller_action:
+        unsafe extern "C" fn(*mut Plugin, *const c_char, *const c_char, *const c_char, Handler, *mut c_void) -> c_int,
     pub register_pattern: unsafe extern "C" fn(*mut Plugin, *const c_char, Handler, *mut c_void) -> c_int,
     // 1.0: request accessors
     pub request_url: unsafe extern "C" fn(*const Request) -> *const c_char,
@@ -127,3 +121,91 @@ const _: () = assert!(std::mem::size_of::<HostApi>() == 8 + 23 * POINTER);
 const _: () = assert!(std::mem::offset_of!(HostApi, request_attempt) == 8 + 22 * POINTER);
 const _: () = assert!(std::mem::size_of::<Reply>() == 8);
 const _: () = assert!(std::mem::size_of::<Param>() == 2 * POINTER);
+
+/// The size of the field `field` picks, for `layout`.
+#[cfg(test)]
+fn field_size<T, F>(_field: impl Fn(&T) -> &F) -> usize {
+    std::mem::size_of::<F>()
+}
+
+/// This file's layout in the words of `xcallback sdk --layout` (without its
+/// comment line), so a test can hold the two side by side: field for field,
+/// what the size asserts above check only in sum.
+#[cfg(test)]
+pub(crate) fn layout() -> String {
+    use std::mem::{offset_of, size_of};
+    let mut lines = vec![
+        format!("xcallback_descriptor size {}", size_of::<Descriptor>()),
+        format!("xcallback_host_api size {}", size_of::<HostApi>()),
+        format!("xcallback_param size {}", size_of::<Param>()),
+        format!("xcallback_reply size {}", size_of::<Reply>()),
+    ];
+    macro_rules! fields {
+        ($c:literal, $type:ty, $($field:ident),+) => {$(
+            lines.push(format!(
+                "{}.{} offset {} size {}",
+                $c,
+                stringify!($field),
+                offset_of!($type, $field),
+                field_size(|value: &$type| &value.$field)
+            ));
+        )+};
+    }
+    fields!(
+        "xcallback_descriptor",
+        Descriptor,
+        magic,
+        abi_major,
+        abi_minor,
+        descriptor_size,
+        host_api_size,
+        name,
+        version,
+        description
+    );
+    fields!(
+        "xcallback_host_api",
+        HostApi,
+        api_size,
+        abi_major,
+        abi_minor,
+        register_action,
+        register_controller_action,
+        register_pattern,
+        request_url,
+        request_scheme,
+        request_source,
+        request_argument,
+        request_parameter_count,
+        request_parameter_name,
+        request_parameter_value,
+        request_parameter,
+        reply_success,
+        reply_error,
+        reply_cancel,
+        reply_decline,
+        log,
+        register_function,
+        request_route,
+        request_argument_count,
+        request_argument_name,
+        request_argument_value,
+        request_id,
+        request_attempt
+    );
+    lines.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    /// With `XCALLBACK_LAYOUT` naming a file that holds `xcallback sdk
+    /// --layout`'s output (the Swift test suite passes one), the layout here
+    /// must be that, line for line; without it there is nothing to hold it to.
+    #[test]
+    fn layout_is_the_headers() {
+        let Ok(path) = std::env::var("XCALLBACK_LAYOUT") else { return };
+        let text = std::fs::read_to_string(&path).expect("XCALLBACK_LAYOUT names a readable file");
+        let expected: Vec<&str> = text.lines().filter(|line| !line.starts_with('#') && !line.is_empty()).collect();
+        assert_eq!(super::layout(), expected.join("\n"));
+    }
+}
