@@ -11,7 +11,7 @@ import Glibc
 ///
 /// `XCALLBACK_STRESS_SCALE=N` repeats the mixed-file run N times as often
 /// (default 1; see docs/reliability.md).
-@Suite("Bad input: hostile lines")
+@Suite("Bad input: hostile lines", .ownThreads)
 struct BadInputTests {
     // MARK: the corpus
 

@@ -10,7 +10,7 @@ import Glibc
 /// suggestions, Ctrl-C that stops cleanly with 130, a closed stdout that
 /// ends quietly, plug-in folders that are skipped or reported as they
 /// should be, and an `--open` COMMAND checked at start-up.
-@Suite("CLI conventions")
+@Suite("CLI conventions", .ownThreads)
 struct CLIConventionTests {
     private static let add = "calc://x-callback-url/add?lhs=1&rhs=1"
 

@@ -20,7 +20,7 @@ import Glibc
 /// `XCALLBACK_CHAOS_SEED` replays a run (each run prints its seed);
 /// `XCALLBACK_CHAOS_RATE` sets the requests per second (default 200, divided
 /// by the time scale).
-@Suite("Chaos", .serialized)
+@Suite("Chaos", .ownThreads, .serialized)
 struct ChaosTests {
     /// Sleeps that may fail as collateral of a crash (their worker died
     /// under them) or of a restart, in percent of all sleeps.

@@ -10,7 +10,7 @@ import Glibc
 /// needs. Before, workers, probes and `--open` programs shared the host's
 /// stdin: an `--open` program that ran `head -n 1` made requests vanish,
 /// and a plug-in thread reading fd 0 took most of them.
-@Suite("What children inherit")
+@Suite("What children inherit", .ownThreads)
 struct ChildInheritanceTests {
     /// `peek://x-callback-url/stdin`: reads whatever fd 0 has without
     /// waiting, and lists the worker's open descriptors.
@@ -128,7 +128,7 @@ struct ChildInheritanceTests {
 /// `--open` opens only schemes that ask another program (docs/usage.md, "--open"):
 /// before, `xdg-open file:///etc/passwd?…` was run for any request that
 /// named such a callback.
-@Suite("--open schemes")
+@Suite("--open schemes", .ownThreads)
 struct OpenSchemeTests {
     static func opener(in fixture: HostFixture) throws -> (command: String, log: String) {
         let log = fixture.scratch.file("opened.log")

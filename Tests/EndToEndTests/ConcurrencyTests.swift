@@ -13,7 +13,7 @@ import Glibc
 /// a few seconds in all; see docs/reliability.md):
 ///
 ///     XCALLBACK_STRESS_SCALE=50 swift test --filter ConcurrencyTests
-@Suite("Concurrency: FIFO writers and socket clients")
+@Suite("Concurrency: FIFO writers and socket clients", .ownThreads)
 struct ConcurrencyTests {
     static func scale() throws -> Int { try environmentInteger("XCALLBACK_STRESS_SCALE", default: 1) }
 

@@ -10,7 +10,7 @@ import Glibc
 /// host's built-in `await` / `response` actions pair the answer with the
 /// waiting call. The other program is a stand-in sh script that answers
 /// like an x-callback app, by sending its callback to the host's FIFO.
-@Suite("Client correlation")
+@Suite("Client correlation", .ownThreads)
 struct CorrelationTests {
     // MARK: call --via-open
 

@@ -6,7 +6,7 @@ import Testing
 /// the plug-in, so the next worker runs them, which is not a replay. Before,
 /// every request in flight on the worker shared its fate: with 1% crashes,
 /// about 49 innocent requests failed per crash.
-@Suite("Crash collateral")
+@Suite("Crash collateral", .ownThreads)
 struct CrashCollateralTests {
     static func lines(count: Int, crashEvery: Int) -> [String] {
         (0..<count).map { index in

@@ -8,7 +8,7 @@ import Glibc
 /// docs/routing-and-isolation.md, hot drop-in: while a host reads a FIFO, plug-in files
 /// added, replaced or removed take effect within 2 s, with no restart and
 /// no lost request; a half-copied or invalid file is rejected and logged.
-@Suite("Hot drop-in", .serialized)
+@Suite("Hot drop-in", .ownThreads, .serialized)
 struct DropInTests {
     /// A FIFO host over an initially empty plug-in directory.
     final class FIFOHost: @unchecked Sendable {
@@ -154,7 +154,7 @@ struct DropInTests {
 /// Reloading in process does not pile up descriptors (docs/routing-and-isolation.md, "Hot
 /// drop-in"): before, each reload kept one open for good (13 → 113 after
 /// 100 reloads).
-@Suite("In-process reloads")
+@Suite("In-process reloads", .ownThreads)
 struct InProcessReloadTests {
     static func openDescriptors(of pid: pid_t) -> Int {
         ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []).count

@@ -6,7 +6,7 @@ import Glibc
 #endif
 
 /// docs/usage.md ("run"): `run --fifo` with `send`, `run --socket` with `call`.
-@Suite("FIFO and socket modes")
+@Suite("FIFO and socket modes", .ownThreads)
 struct FIFOAndSocketTests {
     // MARK: FIFO
 

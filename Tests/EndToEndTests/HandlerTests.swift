@@ -8,7 +8,7 @@ import Glibc
 /// Issue 10: `install-handler` / `uninstall-handler` make xcallback the
 /// desktop's handler for URL schemes; shell completions and the manual
 /// page show only the public commands.
-@Suite("scheme handler and completions")
+@Suite("scheme handler and completions", .ownThreads)
 struct HandlerTests {
     static let request = "calc://x-callback-url/add?lhs=1&rhs=2"
 

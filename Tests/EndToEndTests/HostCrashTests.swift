@@ -11,7 +11,7 @@ import Glibc
 /// linger about 38 s in the Swift runtime's backtracer and print its summary
 /// 16 times: the backtracer's thread-stopping SIGUSR1 reached the signal
 /// thread's sigwait as a request for a summary, 2 s apart.
-@Suite("A host that crashes")
+@Suite("A host that crashes", .ownThreads)
 struct HostCrashTests {
     static let crashLine = "xcallback: the host crashed (SIGSEGV) while in-process plug-in 'faulty' handled a request; "
         + "run it with --isolation process to contain it"

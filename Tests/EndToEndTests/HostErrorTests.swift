@@ -6,7 +6,7 @@ import Glibc
 #endif
 
 /// docs/usage.md ("Error codes"): the host's own error codes that apply without isolation.
-@Suite("Host error codes")
+@Suite("Host error codes", .ownThreads)
 struct HostErrorTests {
     // MARK: InvalidURL
 

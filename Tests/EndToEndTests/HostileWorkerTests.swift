@@ -11,7 +11,7 @@ import Glibc
 /// page it shares with the host can make the host trap or believe more than
 /// its own records allow. Each attack was reproduced against the release
 /// build before: records lost or forged, a stopped or dead host.
-@Suite("Hostile workers", .serialized)
+@Suite("Hostile workers", .ownThreads, .serialized)
 struct HostileWorkerTests {
     static let calculation = "calc://x-callback-url/add?lhs=1&rhs=2"
 

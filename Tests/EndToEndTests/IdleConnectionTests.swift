@@ -8,7 +8,7 @@ import Glibc
 /// Idle connections cannot lock everyone out (docs/usage.md):
 /// before, 300 connections that sent half a line each held every slot, and
 /// a normal client waited unanswered in the listen backlog.
-@Suite("Idle socket connections")
+@Suite("Idle socket connections", .ownThreads)
 struct IdleConnectionTests {
     static let halfLine = Array("calc://x-callback-url/add?lhs=1".utf8)
 

@@ -6,7 +6,7 @@ import Glibc
 #endif
 
 /// docs/usage.md ("run"): lines, order, flushing, and that nothing is lost.
-@Suite("Input lines and record order")
+@Suite("Input lines and record order", .ownThreads)
 struct InputTests {
     @Test("blank lines and # comments produce no record; CRLF and surrounding white space are trimmed")
     func blankCommentsCRLF() throws {

@@ -7,7 +7,7 @@ import Glibc
 
 /// docs/routing-and-isolation.md, `--isolation process`: a plug-in's failure is an error
 /// outcome, never the host's end, and nothing is lost or replayed.
-@Suite("Process isolation", .serialized)
+@Suite("Process isolation", .ownThreads, .serialized)
 struct IsolationTests {
     /// A host on a pipe, answering in jsonl; `ask` sends one line and waits
     /// for its record, so each request reaches the worker alone.

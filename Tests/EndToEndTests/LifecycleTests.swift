@@ -7,7 +7,7 @@ import Glibc
 
 /// docs/usage.md ("run", "Error codes"): signals, stdout hygiene, closed stdout, plug-in
 /// directories.
-@Suite("Host lifecycle")
+@Suite("Host lifecycle", .ownThreads)
 struct LifecycleTests {
     @Test("SIGTERM/SIGINT: stop reading, the in-flight request still gets its record, exit 0 (SIGTERM) or 130 (SIGINT)",
           .scaledTimeLimit(minutes: 1), arguments: [SIGTERM, SIGINT])

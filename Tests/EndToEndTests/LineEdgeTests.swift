@@ -7,7 +7,7 @@ import Glibc
 
 /// Edge cases of line input that the end-to-end tests first found as host
 /// bugs; each is now the contract.
-@Suite("Line input edge cases")
+@Suite("Line input edge cases", .ownThreads)
 struct LineEdgeTests {
     @Test("an over-long comment or blank line is still skipped: no record (SPEC 2: every non-blank, non-comment line)")
     func overlongCommentIsSkipped() throws {

@@ -6,7 +6,7 @@ import Glibc
 #endif
 
 /// docs/usage.md ("run"): `plugins`, `routes`, `check`.
-@Suite("plugins, routes and check")
+@Suite("plugins, routes and check", .ownThreads)
 struct ListingTests {
     static let expectedRoutes: [String: Int] = ["alert": 1, "calculator": 4, "faulty": 10, "pokedex": 2]
 
@@ -131,7 +131,7 @@ struct ListingTests {
 }
 
 /// A file name is printed on one line, whatever it holds (docs/usage.md).
-@Suite("Listing hostile file names")
+@Suite("Listing hostile file names", .ownThreads)
 struct HostileFileNameTests {
     @Test("a plug-in file whose name holds a newline is listed on one line, escaped")
     func newlineInAFileName() throws {

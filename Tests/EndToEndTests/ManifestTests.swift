@@ -3,7 +3,7 @@ import Testing
 
 /// docs/plugin-guide.md: typed function actions from a binding manifest (the Math
 /// sample binds libm through libffi), in both isolation modes.
-@Suite("Binding manifests end to end")
+@Suite("Binding manifests end to end", .ownThreads)
 struct ManifestTests {
     /// Plugins/Math in this repository.
     static let mathDirectory: String = {

@@ -37,7 +37,7 @@ func runIn(_ directory: String, _ command: [String], environment: [String: Strin
 /// binary in an empty HOME, each language's project builds offline with its
 /// usual one command, and its library passes `check` and answers its sample
 /// requests in both isolation modes.
-@Suite("xcallback new", .serialized)
+@Suite("xcallback new", .ownThreads, .serialized)
 struct NewPluginProjectTests {
     static let checkout = SwiftPluginPackageTests.checkout
 

@@ -8,7 +8,7 @@ import Glibc
 /// A request that matches no route says what may explain it
 /// (docs/usage.md, "Error codes"): the nearest route, a plug-in for its
 /// scheme that is quarantined, or a refused file that looks like it serves it.
-@Suite("NotFoundAction hints")
+@Suite("NotFoundAction hints", .ownThreads)
 struct NotFoundHintTests {
     @Test("a typo in the action suggests the nearest route")
     func typo() throws {

@@ -7,7 +7,7 @@ import Glibc
 
 /// Diagnostics of `run`: `--log-format json`, the outcome summary line at
 /// exit and on SIGUSR1, and the progress line on a terminal.
-@Suite("Observability: log format, summary, SIGUSR1, progress")
+@Suite("Observability: log format, summary, SIGUSR1, progress", .ownThreads)
 struct ObservabilityTests {
     static let summaryPrefix = "xcallback: processed "
 

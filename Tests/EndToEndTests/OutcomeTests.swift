@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// docs/usage.md ("Error codes"): outcomes, callback URLs and both output formats.
-@Suite("Outcomes and callbacks")
+@Suite("Outcomes and callbacks", .ownThreads)
 struct OutcomeTests {
     static let divideByZero = errorLine(code: "DivisionByZero", message: "cannot divide by zero", domain: "calc")
     static let failed = errorLine(code: "Failed", message: "the faulty plug-in failed on purpose", domain: "faulty")

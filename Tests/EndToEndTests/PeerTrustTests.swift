@@ -9,7 +9,7 @@ import Glibc
 /// socket, and its clients talk only to such a host (docs/usage.md, "Long-lived
 /// hosts"). Before, `run --fifo` read a 0666 FIFO another user owned, and
 /// `send` and `call` fell back to paths in /tmp with no owner check.
-@Suite("Other users' FIFOs and sockets", .serialized)
+@Suite("Other users' FIFOs and sockets", .ownThreads, .serialized)
 struct PeerTrustTests {
     /// Another user to act as, when the tests run as root: `nobody`.
     static let other: (uid: uid_t, gid: gid_t)? = {

@@ -17,7 +17,7 @@ import Glibc
 /// (skipped, saying so, where cargo does not run; failed under CI) or
 /// `<!-- guide-test: skip, REASON -->`, where REASON names the test that runs
 /// the same commands.
-@Suite("Plug-in guide command blocks", .scaledTimeLimit(minutes: 4))
+@Suite("Plug-in guide command blocks", .ownThreads, .scaledTimeLimit(minutes: 4))
 struct PluginGuideTests {
     struct Block: CustomStringConvertible, Sendable {
         let line: Int

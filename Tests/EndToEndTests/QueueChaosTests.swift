@@ -16,7 +16,7 @@ import Glibc
 /// suites it held a test thread for over a minute, and Swift Testing's time
 /// limits start when a test is scheduled. XCALLBACK_QUEUE_CHAOS_SEED replays
 /// a run's kill plan.
-@Suite("Durable queue under chaos",
+@Suite("Durable queue under chaos", .ownThreads,
        .enabled(if: ProcessInfo.processInfo.environment["XCALLBACK_QUEUE_CHAOS_REQUESTS"] != nil,
                 "the queue's chaos test runs alone: XCALLBACK_QUEUE_CHAOS_REQUESTS=50000 swift test --filter QueueChaosTests (.ci/stress does)"),
        .enabled(if: TestPostgres.shouldRun, "\(TestPostgres.unavailableReason ?? "")"),

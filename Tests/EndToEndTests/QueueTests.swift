@@ -11,7 +11,7 @@ import Glibc
 // Serialized: its tests block a test thread for seconds each (hosts, leases
 // running out), and Swift Testing starts every test's time limit when it
 // schedules it; run side by side they starved the rest of the suite.
-@Suite("Durable queue on PostgreSQL", .enabled(if: TestPostgres.shouldRun, "\(TestPostgres.unavailableReason ?? "")"),
+@Suite("Durable queue on PostgreSQL", .ownThreads, .enabled(if: TestPostgres.shouldRun, "\(TestPostgres.unavailableReason ?? "")"),
        .serialized, .scaledTimeLimit(minutes: 3))
 struct QueueTests {
     /// `count` Calculator additions: request i adds i and 1.
@@ -405,7 +405,7 @@ struct QueueTests {
 /// `xcallback` and `xcallback-queue` share their command line
 /// (XCallbackCLI); the database client stays out of `xcallback`, which
 /// every stdin run and every worker starts (docs/performance.md).
-@Suite("xcallback-queue's database client")
+@Suite("xcallback-queue's database client", .ownThreads)
 struct QueueBinaryTests {
     @Test("PostgresNIO is linked into xcallback-queue and not into xcallback")
     func leanBinary() throws {

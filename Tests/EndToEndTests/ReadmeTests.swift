@@ -19,7 +19,7 @@ import Glibc
 /// test runs from. `swift` is a stand-in there: the package is already built
 /// (`swift build` succeeds at once, `--show-bin-path` names the products), and
 /// `swift test` is the command running this very test.
-@Suite("README command blocks", .scaledTimeLimit(minutes: 4))
+@Suite("README command blocks", .ownThreads, .scaledTimeLimit(minutes: 4))
 struct ReadmeTests {
     struct Block: CustomStringConvertible {
         let line: Int

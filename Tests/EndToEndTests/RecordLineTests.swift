@@ -6,7 +6,7 @@ import Testing
 /// before it is written. Before, `x-success=app://ok%0Aerror?…` decoded to
 /// a callback with a line feed, and `url` output printed a forged second
 /// record.
-@Suite("A record is one line")
+@Suite("A record is one line", .ownThreads)
 struct RecordLineTests {
     static let add = "calc://x-callback-url/add?"
 
@@ -65,7 +65,7 @@ struct RecordLineTests {
 
 /// An await cannot hold `run` for a day (docs/desktop.md, "call --via-open"): its
 /// timeout is at most an hour.
-@Suite("Await limits")
+@Suite("Await limits", .ownThreads)
 struct AwaitLimitTests {
     @Test("await?timeout past 3600 is a ParameterError at once")
     func awaitTimeoutIsCapped() throws {

@@ -4,7 +4,7 @@ import Testing
 /// ABI 1.2 (xcallback.h): a handler can learn the route that matched, every
 /// route argument by index, the host's number for the request and which
 /// attempt at it this is; plug-ins built against 1.1 keep loading.
-@Suite("What a handler learns about its request (ABI 1.2)")
+@Suite("What a handler learns about its request (ABI 1.2)", .ownThreads)
 struct RequestIntrospectionTests {
     static func source(minor: Int) -> String {
         """

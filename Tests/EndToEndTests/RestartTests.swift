@@ -11,7 +11,7 @@ import Glibc
 /// next one), requests run after they had timed out waiting for a worker,
 /// and a restart that outlived a replacement (its worker leaked, and the
 /// requests waiting for it got PluginUnavailable).
-@Suite("Worker restarts", .serialized)
+@Suite("Worker restarts", .ownThreads, .serialized)
 struct RestartTests {
     static let crash = "faulty://x-callback-url/crash"
 
@@ -88,7 +88,7 @@ struct RestartTests {
 /// A quarantine ends by itself (docs/routing-and-isolation.md, "Isolation"): before, six crashes
 /// from any client disabled a plug-in for everyone until an operator sent
 /// SIGHUP or touched its file.
-@Suite("Quarantine", .serialized)
+@Suite("Quarantine", .ownThreads, .serialized)
 struct QuarantineTests {
     @Test("a plug-in past the restart limit comes back after its cool-down, which doubles the next time",
           .scaledTimeLimit(minutes: 1))

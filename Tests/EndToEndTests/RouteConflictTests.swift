@@ -7,7 +7,7 @@ import Testing
 /// loads with its other routes. Before, a worker's registration returned OK
 /// and the host dropped the route later, so the first kind loaded in process
 /// mode and not in-process.
-@Suite("Route conflicts")
+@Suite("Route conflicts", .ownThreads)
 struct RouteConflictTests {
     static func source(name: String, first: String, passesConflictOn: Bool) -> String {
         """

@@ -3,7 +3,7 @@ import Testing
 
 /// SPEC 1 and the docs/routing-and-isolation.md, "Routes": how a request URL finds its route,
 /// through the built binary in both isolation modes.
-@Suite("Routing rules")
+@Suite("Routing rules", .ownThreads)
 struct RoutingRulesTests {
     @Test("scheme and host are case-insensitive whatever the host (SPEC 1); path segments are not",
           arguments: ["none", "process"])

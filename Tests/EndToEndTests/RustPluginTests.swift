@@ -50,7 +50,7 @@ enum RustExample {
 
 /// `bindings/rust/xcallback` and `Examples/rust-plugin`, driven in both
 /// isolation modes.
-@Suite("Rust plug-in")
+@Suite("Rust plug-in", .ownThreads)
 struct RustPluginTests {
     @Test("Examples/rust-plugin builds with the in-repo binding and answers in both isolation modes",
           .enabled(if: cargoTestsRun, Comment(rawValue: cargoMissing)), .scaledTimeLimit(minutes: 10))
@@ -134,7 +134,7 @@ struct RustPluginTests {
 /// Issue 30: the same routes in Swift and Rust, a typed parameter, a pattern
 /// route and callbacks among them, give the same records for the same
 /// requests in both isolation modes.
-@Suite("Swift and Rust examples agree", .serialized)
+@Suite("Swift and Rust examples agree", .ownThreads, .serialized)
 struct PluginParityTests {
     @Test("Examples/swift-plugin and Examples/rust-plugin answer requests.txt with the same records",
           .enabled(if: cargoTestsRun, Comment(rawValue: cargoMissing)), .scaledTimeLimit(minutes: 20))

@@ -8,7 +8,7 @@ import Glibc
 /// `xcallback sdk --kit` from a binary copied anywhere: the Swift kit's
 /// package and the Rust crate it carries are written to the user's data
 /// folder, byte for byte what `bindings/` holds, and nothing but that.
-@Suite("sdk --kit")
+@Suite("sdk --kit", .ownThreads)
 struct SDKKitTests {
     /// Every file under the checkout's `bindings/` that is source (not a
     /// build's output or a lock file), by its path there.

@@ -3,7 +3,7 @@ import Testing
 
 /// `xcallback sdk --layout` prints what a C compiler sees in xcallback.h:
 /// checked field by field against offsetof and sizeof from `cc`.
-@Suite("sdk --layout")
+@Suite("sdk --layout", .ownThreads)
 struct SDKLayoutTests {
     @Test("every field's offset and size match the C compiler's, and every host API field is listed")
     func layoutMatchesTheCompiler() throws {

@@ -12,7 +12,7 @@ import Glibc
 /// plug-in read /etc/shadow, ran programs, killed the host and its sibling
 /// workers, wrote a forged record into the host's stdout and left processes
 /// behind that held its pipes.
-@Suite("Capability sandbox", .serialized)
+@Suite("Capability sandbox", .ownThreads, .serialized)
 struct SandboxTests {
     /// A host with the attacker and the calculator, run as `user` (nil: us).
     final class AttackSession: @unchecked Sendable {

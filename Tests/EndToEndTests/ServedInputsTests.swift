@@ -7,7 +7,7 @@ import Glibc
 
 /// A FIFO and a socket served by one host, and systemd socket activation
 /// (`LISTEN_PID` / `LISTEN_FDS`, descriptor 3).
-@Suite("Served inputs: FIFO and socket together, socket activation")
+@Suite("Served inputs: FIFO and socket together, socket activation", .ownThreads)
 struct ServedInputsTests {
     // MARK: FIFO and socket together
 

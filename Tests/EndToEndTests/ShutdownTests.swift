@@ -8,7 +8,7 @@ import Glibc
 /// SIGINT/SIGTERM (docs/usage.md, "Signals"): no new request is run, but no line
 /// that reached the host goes unanswered. Before, lines waiting in the FIFO
 /// were dropped with no log line, and socket clients got silence.
-@Suite("Shutdown: every line that reached the host is answered")
+@Suite("Shutdown: every line that reached the host is answered", .ownThreads)
 struct ShutdownTests {
     static let add = "calc://x-callback-url/add?lhs="
 

@@ -16,7 +16,7 @@ import Glibc
 /// stdin, a FIFO whose writer closed, a socket whose client shut down its
 /// side. The host must exit within the grace period and 1 s of the signal,
 /// and the hung request's record must be `Timeout` naming the grace period.
-@Suite("Stop after the input ended")
+@Suite("Stop after the input ended", .ownThreads)
 struct StopAfterInputTests {
     /// Every (isolation, signal) pair.
     static let stops: [(String, Int32)] = [("process", SIGTERM), ("none", SIGTERM), ("process", SIGINT), ("none", SIGINT)]

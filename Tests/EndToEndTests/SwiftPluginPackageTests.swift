@@ -6,7 +6,7 @@ import Testing
 /// Swift"): `Examples/swift-plugin` is copied to a temporary folder, its
 /// dependency pointed at this checkout's kit (`bindings/swift`), built with `swift build`, and driven
 /// by the host in both isolation modes.
-@Suite("Swift plug-in from its own package", .serialized)
+@Suite("Swift plug-in from its own package", .ownThreads, .serialized)
 struct SwiftPluginPackageTests {
     /// The checkout this test was built from.
     static let checkout = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

@@ -10,7 +10,7 @@ import Glibc
 /// real path, and loads that descriptor; it does so again for every worker
 /// it starts. Before, a restarted worker reopened the path unchecked, and a
 /// binding manifest's library was never checked at all.
-@Suite("Only checked code runs", .serialized)
+@Suite("Only checked code runs", .ownThreads, .serialized)
 struct TrustTests {
     /// A library whose constructor leaves `marker` behind: proof that its
     /// code ran. It also answers faulty://x-callback-url/fail with a forged
@@ -118,7 +118,7 @@ func copyfile(_ source: String, to destination: String) -> Bool {
 }
 
 /// A FIFO named like a plug-in is refused at once, not waited on.
-@Suite("Plug-in files that are not files")
+@Suite("Plug-in files that are not files", .ownThreads)
 struct NotAFileTests {
     @Test("check on a FIFO named x.so answers at once: not a regular file")
     func checkOnAFIFO() throws {
