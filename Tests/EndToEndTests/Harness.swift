@@ -201,6 +201,13 @@ final class ChildProcess: @unchecked Sendable {
         return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<Int32>, Int32) -> Int32).self)
     }()
 
+    /// Held while a child is being made, from its first pipe to the close
+    /// of the child's ends: a child being spawned holds a copy of every
+    /// descriptor of this process until it execs, close-on-exec ones
+    /// included. Also held by a stdout reader that leaves (`closeAfterLines`)
+    /// while it closes, so that no such copy keeps the read end open behind it.
+    fileprivate static let spawning = NSLock()
+
     private static let ignoreSIGPIPE: Void = {
         // Writing to a child that already exited must fail with EPIPE, not
         // kill the test runner.
@@ -235,6 +242,11 @@ final class ChildProcess: @unchecked Sendable {
             return (ends[0], ends[1])
         }
 
+        // One spawn at a time, from the first pipe to the last close of the
+        // child's ends (see `spawning`).
+        Self.spawning.lock()
+        var spawningHeld = true
+        defer { if spawningHeld { Self.spawning.unlock() } }
         // The child's end of stdin.
         let childStdin: Int32
         var stdinBytes: [UInt8]? = nil
@@ -310,11 +322,26 @@ final class ChildProcess: @unchecked Sendable {
             for pointer in argv { free(pointer) }
             for pointer in envp { free(pointer) }
         }
+        // The kernel lets posix_spawn return once the child has left this
+        // process's memory, before exec closes its close-on-exec copies of
+        // this process's descriptors. A pipe's write end, placed above the
+        // others, is closed last: its EOF says the child holds none of them.
+        let execDone = try makePipe()
+        let sentinel = fcntl(execDone.write, F_DUPFD_CLOEXEC, 600)
+        if sentinel >= 0 {
+            close(execDone.write)
+        }
         var child: pid_t = 0
         let spawned = posix_spawn(&child, executable, &actions, &attributes, argv, envp)
+        close(sentinel >= 0 ? sentinel : execDone.write)
+        var byte: UInt8 = 0
+        while read(execDone.read, &byte, 1) < 0 && errno == EINTR {}
+        close(execDone.read)
         close(childStdin)
         close(out.write)
         close(err.write)
+        Self.spawning.unlock()
+        spawningHeld = false
         guard spawned == 0 else {
             close(out.read)
             close(err.read)
@@ -375,6 +402,20 @@ final class ChildProcess: @unchecked Sendable {
                     lines += chunk[0..<count].lazy.filter { $0 == UInt8(ascii: "\n") }.count
                     if lines >= limit { break }
                 }
+            }
+            if closeAfterLines != nil {
+                // A reader that leaves, as `| head -n 1` does: the child's next
+                // write must find no reader. A child another thread is
+                // spawning has a copy of this end until it execs (close-on-exec
+                // acts at exec); under load one kept it long enough for the
+                // host's write to succeed, and the host went on reading a stdin
+                // that never ends. Closed while no child is being spawned, it
+                // leaves no copy behind.
+                spawning.lock()
+                close(descriptor)
+                spawning.unlock()
+                state.update { state.stdoutDone = true }
+                return
             }
             close(descriptor)
             state.update { if isStdout { state.stdoutDone = true } else { state.stderrDone = true } }
