@@ -1,4 +1,4 @@
-// swift-tools-version: 6.0
+// swift-tools-version: 6.1
 import PackageDescription
 
 // Layering, bottom up (a request travels the same way). Each module imports
@@ -54,6 +54,11 @@ let package = Package(
         .library(name: "Alert", type: .dynamic, targets: ["Alert"]),
         .library(name: "Faulty", type: .dynamic, targets: ["Faulty"]),
     ],
+    // The durable queue brings a database client (postgres-nio, SwiftNIO,
+    // BoringSSL: most of a clean build) that the rest never uses, so it is
+    // built only when asked for: `swift build --traits Queue`. Without it,
+    // `xcallback-queue` only says how to get it, and the queue's tests skip.
+    traits: [.trait(name: "Queue", description: "the durable queue on PostgreSQL: XCallbackQueue and xcallback-queue's commands")],
     dependencies: [
         // The plug-in ABI and the Swift kit: a package of their own, with no
         // dependencies, which plug-ins use without this one.
@@ -131,7 +136,7 @@ let package = Package(
             name: "XCallbackQueue",
             dependencies: [
                 "XCallbackHost", "XCallbackBridge", "XCallbackSystem", "XCallbackURL",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["Queue"])),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -59,9 +59,9 @@ class Cluster:
 
 
 def build():
-    sh(["swift", "build", "-c", "release", "--product", "xcallback"], cwd=ROOT, stdout=subprocess.DEVNULL)
-    sh(["swift", "build", "-c", "release", "--product", "xcallback-queue"], cwd=ROOT, stdout=subprocess.DEVNULL)
-    sh(["swift", "build", "-c", "release", "--product", "Calculator"], cwd=ROOT, stdout=subprocess.DEVNULL)
+    sh(["swift", "build", "-c", "release", "--traits", "Queue", "--product", "xcallback"], cwd=ROOT, stdout=subprocess.DEVNULL)
+    sh(["swift", "build", "-c", "release", "--traits", "Queue", "--product", "xcallback-queue"], cwd=ROOT, stdout=subprocess.DEVNULL)
+    sh(["swift", "build", "-c", "release", "--traits", "Queue", "--product", "Calculator"], cwd=ROOT, stdout=subprocess.DEVNULL)
     bin_dir = subprocess.run(["swift", "build", "-c", "release", "--show-bin-path"], cwd=ROOT, check=True,
                              capture_output=True, text=True).stdout.strip()
     plugins = tempfile.mkdtemp(prefix="xcb-bench-plugins-")

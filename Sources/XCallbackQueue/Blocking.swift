@@ -1,3 +1,4 @@
+#if Queue  // the package's Queue trait: swift build --traits Queue
 import Dispatch
 
 /// Runs async work from a synchronous caller (the command line, the host's
@@ -19,3 +20,4 @@ public enum Blocking {
         var value: Result<T, any Error>?
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Queue  // the package's Queue trait: swift build --traits Queue
 import DequeModule
 import Foundation
 import XCallbackHost
@@ -40,3 +41,4 @@ final class ClaimedFeed: RequestFeed, @unchecked Sendable {
         return left
     }
 }
+#endif

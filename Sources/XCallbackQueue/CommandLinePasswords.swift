@@ -1,3 +1,4 @@
+#if Queue  // the package's Queue trait: swift build --traits Queue
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -63,3 +64,4 @@ public enum CommandLinePasswords {
         }.min()
     }
 }
+#endif

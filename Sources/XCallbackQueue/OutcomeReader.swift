@@ -1,3 +1,4 @@
+#if Queue  // the package's Queue trait: swift build --traits Queue
 /// Reads a queue's outcomes as a stream that never skips one and never
 /// gives one twice (`xcallback outcomes --follow`), although outcomes are
 /// numbered when their transaction starts and become visible when it
@@ -54,3 +55,4 @@ public struct OutcomeReader {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Queue  // the package's Queue trait: swift build --traits Queue
 import Logging
 import PostgresNIO
 
@@ -96,3 +97,4 @@ public final class QueueClient: Sendable {
         nanosleep(&wait, nil)
     }
 }
+#endif

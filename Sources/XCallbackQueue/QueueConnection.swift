@@ -1,3 +1,4 @@
+#if Queue  // the package's Queue trait: swift build --traits Queue
 import Synchronization
 import Logging
 import PostgresNIO
@@ -194,3 +195,4 @@ private final class FirstOutcome<T: Sendable>: Sendable {
         continuation?.resume(with: result)
     }
 }
+#endif

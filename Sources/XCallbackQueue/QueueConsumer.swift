@@ -1,3 +1,4 @@
+#if Queue  // the package's Queue trait: swift build --traits Queue
 import Foundation
 import Logging
 import PostgresNIO
@@ -508,3 +509,4 @@ final class OutcomeBuffer: RecordReceiver, @unchecked Sendable {
 
     func finish() { arrived.finish() }
 }
+#endif

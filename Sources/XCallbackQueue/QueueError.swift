@@ -1,3 +1,4 @@
+#if Queue  // the package's Queue trait: swift build --traits Queue
 import PostgresNIO
 
 /// What went wrong with the queue, in words for the person at the terminal.
@@ -50,3 +51,4 @@ public struct QueueError: Error, Sendable, CustomStringConvertible {
         return error.code != .server
     }
 }
+#endif

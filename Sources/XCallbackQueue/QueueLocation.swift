@@ -1,3 +1,4 @@
+#if Queue  // the package's Queue trait: swift build --traits Queue
 import Foundation
 
 /// Where the queue's database is and how to log in, read the way libpq reads
@@ -239,3 +240,4 @@ enum PasswordFile {
         return fields
     }
 }
+#endif

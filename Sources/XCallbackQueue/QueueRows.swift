@@ -1,3 +1,4 @@
+#if Queue  // the package's Queue trait: swift build --traits Queue
 import XCallbackHost
 import XCallbackURL
 
@@ -107,4 +108,4 @@ enum DeadRequest {
                              callback: callback.flatMap { OutcomeRecord.isDeliverable(callback: $0) ? $0 : nil })
     }
 }
-
+#endif

@@ -1,3 +1,4 @@
+#if Queue  // the package's Queue trait: swift build --traits Queue
 import Logging
 import PostgresNIO
 
@@ -134,3 +135,4 @@ enum QueueSchema {
         }
     }
 }
+#endif

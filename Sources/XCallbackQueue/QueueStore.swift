@@ -1,3 +1,4 @@
+#if Queue  // the package's Queue trait: swift build --traits Queue
 import Foundation
 import Logging
 import PostgresNIO
@@ -433,3 +434,4 @@ extension Duration {
         return Double(whole) + Double(attoseconds) / 1e18
     }
 }
+#endif

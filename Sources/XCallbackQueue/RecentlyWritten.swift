@@ -1,3 +1,4 @@
+#if Queue  // the package's Queue trait: swift build --traits Queue
 /// The requests whose records this host wrote lately, so it never writes
 /// one twice. The database records an outcome once, but a host can be told
 /// twice that it recorded one: the same request may sit in two of its
@@ -29,3 +30,4 @@ struct RecentlyWritten {
         return true
     }
 }
+#endif

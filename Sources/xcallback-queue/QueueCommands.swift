@@ -1,3 +1,4 @@
+#if Queue  // the package's Queue trait: swift build --traits Queue
 import ArgumentParser
 import Synchronization
 import Foundation
@@ -408,3 +409,4 @@ struct OutcomesCommand: ParsableCommand {
 
     private struct ReaderGone: Error {}
 }
+#endif

@@ -1,3 +1,4 @@
+#if Queue  // the package's Queue trait: swift build --traits Queue
 import ArgumentParser
 import XCallbackCLI
 import XCallbackHost
@@ -43,3 +44,4 @@ enum QueueEdition: CLIEdition {
         if !run.noSummary { Diagnostics.writeSummary(host.outcomes, format: format, final: true) }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Queue
 import ArgumentParser
 import XCallbackCLI
 import XCallbackHost
@@ -20,3 +21,20 @@ struct XCallback: ParsableCommand {
         CommandRunner<Self>.run(arguments)
     }
 }
+#else
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Built without the package's Queue trait: no database client, and a
+/// command that says how to get one (`xcallback` hands the queue's commands
+/// here).
+@main
+struct XCallback {
+    static func main() {
+        let message = "xcallback: this build has no durable queue; build it with `swift build --traits Queue` (docs/queue.md)\n"
+        _ = message.withCString { write(2, $0, strlen($0)) }
+        exit(2)
+    }
+}
+#endif

@@ -76,6 +76,12 @@ struct CLIConventionTests {
         for served in [["--fifo", host.scratch.file("x.fifo")], ["--socket", host.scratch.file("x.sock")],
                        ["--queue", "postgresql://localhost/none"]] {
             let result = try host.run(served + [file], lines: [])
+            if served[0] == "--queue" && !TestPostgres.queueBuilt {
+                // A build without the queue: `xcallback-queue` says how to get it.
+                #expect(result.status == .exited(2), "\(served): \(result.stderr)")
+                #expect(result.stderr.contains("swift build --traits Queue"), "\(served): \(result.stderr)")
+                continue
+            }
             #expect(result.status == .exited(64), "\(served): \(result.stderr)")
             #expect(result.stderr.contains("FILE arguments"), "\(served): \(result.stderr)")
             #expect(Self.isOneStyle(result.stderr), "\(served): \(result.stderr)")
@@ -257,7 +263,8 @@ struct CLIConventionTests {
         access("/usr/local/lib/xcallback/plugins", F_OK) != 0 && access("/usr/lib/xcallback/plugins", F_OK) != 0
 
     @Test("missing default plug-in folders are skipped silently; run with no plug-in says which folders it searched",
-          .enabled(if: systemFoldersAbsent), .scaledTimeLimit(minutes: 1))
+          .enabled(if: systemFoldersAbsent, "an xcallback is installed system-wide here (/usr/lib or /usr/local/lib/xcallback/plugins)"),
+          .scaledTimeLimit(minutes: 1))
     func missingDefaultFolders() throws {
         let scratch = try Scratch()
         let environment = Self.defaultsEnvironment(home: scratch.path)
@@ -359,7 +366,11 @@ struct CLIConventionTests {
         #expect(again.waitForExit() == .exited(0))
         #expect(again.stdout == "-I\(folder)\n")
         #expect(FileManager.default.contents(atPath: folder + "/xcallback.h") == original)
-        guard access("/usr/bin/cc", X_OK) == 0 else { return }
+        guard access("/usr/bin/cc", X_OK) == 0 else {
+            #expect(ProcessInfo.processInfo.environment["CI"] == nil, "CI installs gcc")
+            print("sdk: the header's compile check skipped: no C compiler (apt-get install gcc)")
+            return
+        }
         let plugin = TestPostgres.repository + "/Examples/c-plugin/hello.c"
         let compile = try ChildProcess(["-std=c11", "-fsyntax-only", "-I\(folder)", plugin], executable: "/usr/bin/cc")
         #expect(compile.waitForExit(timeout: 60) == .exited(0), "cc: \(compile.stderr)")

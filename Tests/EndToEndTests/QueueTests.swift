@@ -405,7 +405,9 @@ struct QueueTests {
 /// `xcallback` and `xcallback-queue` share their command line
 /// (XCallbackCLI); the database client stays out of `xcallback`, which
 /// every stdin run and every worker starts (docs/performance.md).
-@Suite("xcallback-queue's database client", .ownThreads)
+@Suite("xcallback-queue's database client", .ownThreads,
+       .enabled(if: TestPostgres.queueBuilt || ProcessInfo.processInfo.environment["CI"] != nil,
+                Comment(rawValue: TestPostgres.queueNotBuilt)))
 struct QueueBinaryTests {
     @Test("PostgresNIO is linked into xcallback-queue and not into xcallback")
     func leanBinary() throws {

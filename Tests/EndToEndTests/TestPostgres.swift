@@ -21,14 +21,28 @@ enum TestPostgres {
         return path.path
     }()
 
+    /// Whether this run was built with the package's Queue trait (the
+    /// queue's code and its database client); without it `xcallback-queue`
+    /// only says how to build it.
+    #if Queue
+    static let queueBuilt = true
+    #else
+    static let queueBuilt = false
+    #endif
+    static let queueNotBuilt = "the durable queue is not built into this run: `swift test --traits Queue` builds it (and its database client) and runs its tests"
+
     /// Why the tests cannot run here, or nil when they can.
     static var unavailableReason: String? {
+        #if !Queue
+        return queueNotBuilt
+        #else
         if ProcessInfo.processInfo.environment["XCALLBACK_TEST_POSTGRES"] != nil { return nil }
         let versions = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
         if versions.contains(where: { FileManager.default.isExecutableFile(atPath: "/usr/lib/postgresql/\($0)/bin/initdb") }) {
             return nil
         }
         return "no PostgreSQL server here: install it (apt-get install postgresql) and the queue tests start their own in a temporary folder, or set XCALLBACK_TEST_POSTGRES to a postgresql:// URL"
+        #endif
     }
 
     /// Whether the queue tests run: always under CI, where a missing server is a failure.

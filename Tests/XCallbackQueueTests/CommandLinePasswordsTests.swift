@@ -1,3 +1,4 @@
+#if Queue  // the package's Queue trait: swift build --traits Queue
 import Testing
 @testable import XCallbackQueue
 
@@ -37,3 +38,4 @@ struct CommandLinePasswordsTests {
         #expect(scrubbed("postgres://a:b@h postgresql://c:d@h") == "postgres://a:x@h postgresql://c:x@h")
     }
 }
+#endif

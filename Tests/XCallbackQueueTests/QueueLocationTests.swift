@@ -1,3 +1,4 @@
+#if Queue  // the package's Queue trait: swift build --traits Queue
 import Foundation
 import Testing
 @testable import XCallbackQueue
@@ -115,3 +116,4 @@ struct QueueLocationTests {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Queue  // the package's Queue trait: swift build --traits Queue
 import Testing
 @testable import XCallbackQueue
 
@@ -11,3 +12,4 @@ struct RecentlyWrittenTests {
         #expect(answers == [true, false, true, true, false, true, true, false, false, true])
     }
 }
+#endif
