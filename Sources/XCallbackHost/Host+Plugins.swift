@@ -82,7 +82,7 @@ extension Host {
             else { continue }
             if replacing {
                 let old = registry.replace(path: path, with: prepared.endpoint, info: prepared.info, routes: prepared.routes)
-                if let old { retire(old) }
+                if let old { retire(old, successor: prepared.endpoint) }
                 logger.notice("reloaded plug-in '\(PrintableText.escaping(prepared.info.name))' from \(PrintableText.escaping(path))")
             } else {
                 registry.add(prepared.endpoint, info: prepared.info, routes: prepared.routes)
@@ -113,8 +113,10 @@ extension Host {
         }
     }
 
-    private func retire(_ endpoint: any PluginEndpoint) {
-        (endpoint as? WorkerEndpoint)?.retire()
+    /// Retires a replaced or removed plug-in's worker endpoint; what still
+    /// reaches it goes to `successor`, the file's new version, if any.
+    private func retire(_ endpoint: any PluginEndpoint, successor: (any PluginEndpoint)? = nil) {
+        (endpoint as? WorkerEndpoint)?.retire(successor: successor as? WorkerEndpoint)
     }
 
     private func prepare(_ path: String, replacing: Bool, probeFirst: Bool,

@@ -43,6 +43,9 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
         var stopped = false
         /// Kinds of call the sandbox turned away that the log has told of.
         var deniedLogged: DeniedCalls = []
+        /// The endpoint of the file's new version, once this one retired
+        /// because its file was replaced: what still arrives here goes there.
+        var successor: WorkerEndpoint?
     }
 
     /// How long a retired endpoint keeps taking requests from callers that
@@ -73,8 +76,9 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
         // stop looks for stuck workers under it).
         var refused: WorkerProcess?
         while true {
-            enum Step { case refuse(String), send(WorkerProcess), queued }
+            enum Step { case refuse(String), send(WorkerProcess), queued, forward(WorkerEndpoint) }
             let step = state.withLock { state -> Step in
+                if let successor = state.successor { return .forward(successor) }
                 if let reason = state.disabledReason { return .refuse(reason) }
                 if let worker = state.current, worker !== refused { return .send(worker) }
                 // A worker that does not read its requests must not have the
@@ -90,6 +94,9 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
             switch step {
             case .refuse(let reason):
                 call.deliver(.outcome(HostError.unavailable(reason)))
+                return
+            case .forward(let successor):
+                forward(handler: index, request: request, call: call, to: successor)
                 return
             case .queued:
                 // Turned away by a writer that finished meanwhile: its
@@ -135,11 +142,15 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
     /// The plug-in's file was replaced or removed: no restarts from now on;
     /// the worker answers what it has, then stops. Requests waiting for a
     /// restart already under way still get that worker (it then retires
-    /// too): they were accepted before the change.
-    func retire() {
+    /// too): they were accepted before the change. With a `successor` (the
+    /// file's new version), a request that still reaches this endpoint (its
+    /// caller looked the route up before the swap, however long ago) goes to
+    /// the successor, which has the route, instead of being refused.
+    func retire(successor: WorkerEndpoint? = nil) {
         spawner.schedule(after: Self.retireDelay) { [self] in
             let (worker, restartPending) = state.withLock { state -> (WorkerProcess?, Bool) in
                 state.stopped = true
+                state.successor = successor
                 if state.disabledReason == nil {
                     state.disabledReason = "plug-in '\(pluginName)' was removed or replaced"
                 }
@@ -148,6 +159,17 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
             worker?.retire()
             if !restartPending { failWaiting() }
         }
+    }
+
+    /// A request for this retired endpoint's handler `index`, sent to the
+    /// successor's handler of the same route; refused if the new version
+    /// has no such route.
+    private func forward(handler index: Int, request: RequestFields, call: HandlerCall, to successor: WorkerEndpoint) {
+        guard index < routes.count, let target = successor.routes.firstIndex(of: routes[index]) else {
+            call.deliver(.outcome(HostError.unavailable("plug-in '\(pluginName)' was replaced, and its new version has no route \(index < routes.count ? routes[index] : "#\(index)")")))
+            return
+        }
+        successor.invoke(handler: target, request: request, call: call)
     }
 
     /// Asks every worker to finish and exit (graceful shutdown).
@@ -353,9 +375,15 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
     }
 
     private func failWaiting() {
-        let (waiting, reason) = state.withLock { state in
-            (state.waiting.takeAll(), state.disabledReason ?? "plug-in '\(pluginName)' is stopping")
+        let (waiting, reason, successor) = state.withLock { state in
+            (state.waiting.takeAll(), state.disabledReason ?? "plug-in '\(pluginName)' is stopping", state.successor)
         }
-        for item in waiting { item.call.deliver(.outcome(HostError.unavailable(reason))) }
+        for item in waiting {
+            if let successor {
+                forward(handler: item.handler, request: item.request, call: item.call, to: successor)
+            } else {
+                item.call.deliver(.outcome(HostError.unavailable(reason)))
+            }
+        }
     }
 }
