@@ -28,14 +28,29 @@ public final class BufferedWriter: Flushable, @unchecked Sendable {
     /// How long a write may wait for the reader before the input loop's
     /// watchdog moves on (`StallClock`); nil: as long as the reader takes.
     private let patience: UInt64?
+    /// Whether each write holds whole lines of at most `PIPE_BUF` bytes
+    /// where it can: the descriptor is a pipe others write to as well
+    /// (`2>&1`), and only writes that small are never interleaved with
+    /// theirs, so a log line can never land inside a record.
+    private let wholeLines: Bool
 
     /// `onClosed` runs once, when a write finds the reader gone (EPIPE…).
     /// `patience` is for a reader that may stop reading altogether (a
     /// worker); stdout, read at a person's pace, waits with none.
-    public init(descriptor: Int32, patience: UInt64? = StallClock.readerPatience, onClosed: @escaping @Sendable () -> Void = {}) {
+    public init(descriptor: Int32, patience: UInt64? = StallClock.readerPatience, wholeLines: Bool = false,
+                onClosed: @escaping @Sendable () -> Void = {}) {
         self.descriptor = descriptor
         self.patience = patience
+        self.wholeLines = wholeLines
         self.onClosed = onClosed
+    }
+
+    /// Whether `descriptor` is the same pipe as stderr (`2>&1`): then
+    /// records must be written in whole-line pieces (`wholeLines`).
+    public static func sharesPipeWithStderr(_ descriptor: Int32) -> Bool {
+        var mine = stat(), theirs = stat()
+        guard fstat(descriptor, &mine) == 0, fstat(2, &theirs) == 0 else { return false }
+        return mine.st_mode & S_IFMT == S_IFIFO && mine.st_dev == theirs.st_dev && mine.st_ino == theirs.st_ino
     }
 
     /// Adds bytes; `fill` appends them to the buffer under the writer's lock,
@@ -71,7 +86,9 @@ public final class BufferedWriter: Flushable, @unchecked Sendable {
         guard !state.buffer.isEmpty, !state.closed else { return false }
         writingSince.store(MonotonicClock.now, ordering: .relaxed)
         defer { writingSince.store(0, ordering: .relaxed) }
-        let failed = state.buffer.withUnsafeBytes { Self.writeAll(descriptor, $0, patience: patience) }
+        let failed = state.buffer.withUnsafeBytes { bytes in
+            wholeLines ? Self.writeLines(descriptor, bytes, patience: patience) : Self.writeAll(descriptor, bytes, patience: patience)
+        }
         state.buffer.removeAll(keepingCapacity: state.buffer.capacity <= 4 * Self.threshold)
         if failed { state.closed = true }
         return failed
@@ -82,6 +99,27 @@ public final class BufferedWriter: Flushable, @unchecked Sendable {
     public static func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer,
                          patience: UInt64? = StallClock.readerPatience) -> Bool {
         StallClock.whileWaitingForReader(patience: patience) { writeAllNow(descriptor, bytes) }
+    }
+
+    /// `writeAll` in pieces that end at a line's end and hold at most
+    /// `PIPE_BUF` bytes (a longer line goes alone, whole).
+    static func writeLines(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer, patience: UInt64?) -> Bool {
+        let atomic = Int(PIPE_BUF)
+        var start = 0
+        while start < bytes.count {
+            var end = min(start + atomic, bytes.count)
+            if end < bytes.count {
+                // The last line end within reach; else the end of this one line.
+                if let lastNewline = bytes[start..<end].lastIndex(of: 0x0A) {
+                    end = lastNewline + 1
+                } else {
+                    end = (bytes[end...].firstIndex(of: 0x0A).map { $0 + 1 }) ?? bytes.count
+                }
+            }
+            if writeAll(descriptor, UnsafeRawBufferPointer(rebasing: bytes[start..<end]), patience: patience) { return true }
+            start = end
+        }
+        return false
     }
 
     private static func writeAllNow(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {

@@ -34,8 +34,11 @@ final class OutputSink: Sendable {
     convenience init(descriptor: Int32, format: OutputFormat, keepOrder: Bool,
                      opener: CallbackOpener?, tally: OutcomeTally = OutcomeTally(),
                      onClosed: @escaping @Sendable () -> Void) {
-        self.init(writer: BufferedWriter(descriptor: descriptor, patience: nil, onClosed: onClosed), format: format,
-                  keepOrder: keepOrder, opener: opener, tally: tally)
+        // Under `2>&1` the log writes to the same pipe: records then go in
+        // whole-line pieces no log line can split.
+        let writer = BufferedWriter(descriptor: descriptor, patience: nil,
+                                    wholeLines: BufferedWriter.sharesPipeWithStderr(descriptor), onClosed: onClosed)
+        self.init(writer: writer, format: format, keepOrder: keepOrder, opener: opener, tally: tally)
     }
 
     /// A sink for one socket connection: a client that does not read its
