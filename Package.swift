@@ -22,6 +22,8 @@ import PackageDescription
 //                     inputs, deadlines, workers seen from the host, outputs
 //   XCallbackQueue    the durable queue on PostgreSQL many hosts share: it claims
 //                     requests, feeds them to a Host, and records their outcomes
+//                     (built only with the trait Queue, like xcallback-queue's
+//                     commands: see `traits` below)
 //   XCallbackCLI      the command line: every command but the queue's, compiled
 //                     once for both binaries (CSDKHeader embeds xcallback.h for `sdk`)
 //   xcallback         a main on XCallbackCLI that hands `queue`, `enqueue`,
@@ -38,6 +40,9 @@ import PackageDescription
 // declarations never are), and full cross-module optimization lets it be.
 let cxcallback: Target.Dependency = .product(name: "CXCallback", package: "swift")
 let pluginKit: Target.Dependency = .product(name: "XCallbackPluginKit", package: "swift")
+
+/// Only where the queue is built (`--traits Queue`).
+let withQueue: TargetDependencyCondition? = .when(traits: ["Queue"])
 
 let crossModuleOptimized: [SwiftSetting] = [.unsafeFlags(["-cross-module-optimization"], .when(configuration: .release))]
 
@@ -136,7 +141,7 @@ let package = Package(
             name: "XCallbackQueue",
             dependencies: [
                 "XCallbackHost", "XCallbackBridge", "XCallbackSystem", "XCallbackURL",
-                .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["Queue"])),
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: withQueue),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -158,12 +163,19 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // Without the trait Queue, a stub (XCallback.swift's `#else`) that
+        // links nothing: the command line is not linked a second time.
         .executableTarget(
             name: "xcallback-queue",
             dependencies: [
-                "XCallbackCLI", "XCallbackHost", "XCallbackQueue", "XCallbackBridge", "XCallbackSystem", "XCallbackURL",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"),
+                .target(name: "XCallbackCLI", condition: withQueue),
+                .target(name: "XCallbackHost", condition: withQueue),
+                .target(name: "XCallbackQueue", condition: withQueue),
+                .target(name: "XCallbackBridge", condition: withQueue),
+                .target(name: "XCallbackSystem", condition: withQueue),
+                .target(name: "XCallbackURL", condition: withQueue),
+                .product(name: "ArgumentParser", package: "swift-argument-parser", condition: withQueue),
+                .product(name: "Logging", package: "swift-log", condition: withQueue),
             ]
         ),
 
