@@ -151,7 +151,8 @@ let package = Package(
         .target(
             name: "XCallbackCLI",
             dependencies: [
-                "XCallbackHost", "XCallbackBridge", "XCallbackSystem", "XCallbackSandbox", "CSDKHeader", "CHostSupport",
+                "XCallbackHost", "XCallbackBridge", "XCallbackSystem", "XCallbackSandbox", "XCallbackRouting", "CSDKHeader",
+                "CHostSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

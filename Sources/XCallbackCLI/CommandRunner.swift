@@ -1,4 +1,5 @@
 import ArgumentParser
+import XCallbackRouting
 
 #if canImport(Glibc)
 import Glibc
@@ -37,8 +38,11 @@ package enum CommandRunner<Root: ParsableCommand> {
         guard let first = arguments.first, !first.hasPrefix("-") else { return nil }
         let names = Root.configuration.subcommands.map { $0._commandName }
         guard !names.contains(first), first != "help" else { return nil }
-        let closest = names.map { (name: $0, distance: editDistance(first, $0)) }.min { $0.distance < $1.distance }
-        if let closest, closest.distance <= min(2, max(1, first.count / 3)) {
+        let typed = Array(first), limit = min(2, max(1, first.count / 3))
+        var distance = EditDistance()
+        let closest = names.compactMap { name in distance.between(typed, Array(name), atMost: limit).map { (name: name, distance: $0) } }
+            .min { $0.distance < $1.distance }
+        if let closest {
             return "unknown command '\(first)'; did you mean '\(closest.name)'?"
         }
         return "unknown command '\(first)'; the commands are \(names.joined(separator: ", "))"
@@ -89,24 +93,4 @@ package enum CommandRunner<Root: ParsableCommand> {
         if result.hasPrefix("Error: ") { result.removeFirst(7) }
         return result
     }
-
-    /// Edits (insert, delete, replace, swap two neighbours) from `a` to `b`.
-    static func editDistance(_ a: String, _ b: String) -> Int {
-        let a = Array(a), b = Array(b)
-        guard !a.isEmpty, !b.isEmpty else { return max(a.count, b.count) }
-        var distance = Array(repeating: Array(repeating: 0, count: b.count + 1), count: a.count + 1)
-        for i in 0...a.count { distance[i][0] = i }
-        for j in 0...b.count { distance[0][j] = j }
-        for i in 1...a.count {
-            for j in 1...b.count {
-                let cost = a[i - 1] == b[j - 1] ? 0 : 1
-                distance[i][j] = min(distance[i - 1][j] + 1, distance[i][j - 1] + 1, distance[i - 1][j - 1] + cost)
-                if i > 1, j > 1, a[i - 1] == b[j - 2], a[i - 2] == b[j - 1] {
-                    distance[i][j] = min(distance[i][j], distance[i - 2][j - 2] + 1)
-                }
-            }
-        }
-        return distance[a.count][b.count]
-    }
-
 }

@@ -13,18 +13,18 @@ extension RouteTable {
     /// them, and no request longer than `maxRequestBytes`: a flood of bad
     /// lines must not cost a scan of a large table each.
     public func nearestRoute(scheme: String, host: String, path: [String]) -> RoutePattern? {
-        let wantedScheme = NearestRoute.lowercased(scheme)
-        let request = Array(NearestRoute.written(scheme: wantedScheme, segments: [NearestRoute.lowercased(host)] + path).utf8)
+        let wantedScheme = Self.lowercased(scheme)
+        let request = Array(NearestRoute.written(scheme: wantedScheme, segments: [Self.lowercased(host)] + path).utf8)
         guard request.count <= NearestRoute.maxRequestBytes else { return nil }
         let limit = NearestRoute.maxEdits(forLength: request.count)
         var schemes: Set<String> = [wantedScheme]
         if trie.roots[wantedScheme] == nil {
             let wanted = Array(wantedScheme.utf8)
-            schemes = Set(trie.roots.keys.filter { NearestRoute.edits(wanted, Array($0.utf8), atMost: limit) != nil })
+            schemes = Set(trie.roots.keys.filter { EditDistance.between(wanted, Array($0.utf8), atMost: limit) != nil })
             if schemes.isEmpty { return nil }
         }
         var best: (pattern: RoutePattern, edits: Int)?
-        var scratch = NearestRoute.Scratch()
+        var distance = EditDistance()
         var compared = 0
         for route in storage where schemes.contains(route.pattern.scheme) {
             compared += 1
@@ -33,7 +33,7 @@ extension RouteTable {
                 let candidate = Array(NearestRoute.written(scheme: route.pattern.scheme,
                                                            segments: NearestRoute.fill(alternative, with: [host] + path)).utf8)
                 let bound = min(limit, (best?.edits ?? limit + 1) - 1)
-                if let edits = NearestRoute.edits(request, candidate, atMost: bound, scratch: &scratch), edits > 0 {
+                if let edits = distance.between(request, candidate, atMost: bound), edits > 0 {
                     best = (route.pattern, edits)
                 }
             }
@@ -53,13 +53,6 @@ enum NearestRoute {
         scheme + "://" + segments.joined(separator: "/")
     }
 
-    /// The rows `edits` works in, kept from one comparison to the next.
-    struct Scratch {
-        var rows: ([Int], [Int], [Int]) = ([], [], [])
-    }
-
-    /// Scheme and host match case-insensitively, so they are compared so.
-    static func lowercased(_ text: String) -> String { text.lowercased() }
 
     /// One typo in a short request, up to three in a long one: further
     /// than that, a suggestion is more likely noise than help.
@@ -72,52 +65,14 @@ enum NearestRoute {
         var segments: [String] = []
         for (index, segment) in alternative.enumerated() {
             switch segment {
-            case .literal(let text): segments.append(index == 0 ? lowercased(text) : text)
+            case .literal(let text): segments.append(index == 0 ? RouteTable<Int>.lowercased(text) : text)
             case .argument(let name):
                 let given = index < request.count ? request[index] : ""
-                segments.append(given.isEmpty ? ":" + name : (index == 0 ? lowercased(given) : given))
+                segments.append(given.isEmpty ? ":" + name : (index == 0 ? RouteTable<Int>.lowercased(given) : given))
             case .wildcard:
                 segments.append(contentsOf: request.dropFirst(index))
             }
         }
         return segments
-    }
-
-    /// The edit distance between `a` and `b` (insert, delete, replace, or
-    /// swap two neighbours: the typos hands make), or nil when it is more
-    /// than `limit` (the rows stop as soon as every entry is past it).
-    static func edits(_ a: [UInt8], _ b: [UInt8], atMost limit: Int) -> Int? {
-        var scratch = Scratch()
-        return edits(a, b, atMost: limit, scratch: &scratch)
-    }
-
-    static func edits(_ a: [UInt8], _ b: [UInt8], atMost limit: Int, scratch: inout Scratch) -> Int? {
-        guard limit >= 0, abs(a.count - b.count) <= limit else { return nil }
-        // Taken out, so each row is the only reference to its storage.
-        var (beforePrevious, previous, current) = scratch.rows
-        scratch.rows = ([], [], [])
-        defer { scratch.rows = (beforePrevious, previous, current) }
-        func reset(_ row: inout [Int]) {
-            row.removeAll(keepingCapacity: true)
-            row.append(contentsOf: repeatElement(0, count: b.count + 1))
-        }
-        reset(&beforePrevious)
-        reset(&previous)
-        reset(&current)
-        for j in 0...b.count { previous[j] = j }
-        for i in a.indices {
-            current[0] = i + 1
-            var rowMinimum = current[0]
-            for j in b.indices {
-                var best = min(previous[j] + (a[i] == b[j] ? 0 : 1), previous[j + 1] + 1, current[j] + 1)
-                if i > 0, j > 0, a[i] == b[j - 1], a[i - 1] == b[j] { best = min(best, beforePrevious[j - 1] + 1) }
-                current[j + 1] = best
-                rowMinimum = min(rowMinimum, best)
-            }
-            guard rowMinimum <= limit else { return nil }
-            (beforePrevious, previous, current) = (previous, current, beforePrevious)
-        }
-        let distance = previous[b.count]
-        return distance <= limit ? distance : nil
     }
 }

@@ -149,7 +149,8 @@ public struct RouteTable<Value: Sendable>: Sendable {
     }
 
     /// Schemes are ASCII and nearly always already lowercase: check before copying.
-    private static func lowercased(_ scheme: String) -> String {
+    /// (A literal host is compared the same way, and `nearestRoute` spells both so.)
+    static func lowercased(_ scheme: String) -> String {
         for byte in scheme.utf8 where byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") {
             return scheme.lowercased()
         }

@@ -49,7 +49,7 @@ import Testing
 
     @Test func editsCountTyposCappedByTheLimit() {
         func edits(_ a: String, _ b: String, _ limit: Int = 10) -> Int? {
-            NearestRoute.edits(Array(a.utf8), Array(b.utf8), atMost: limit)
+            EditDistance.between(Array(a.utf8), Array(b.utf8), atMost: limit)
         }
         #expect(edits("", "") == 0)
         #expect(edits("", "abc") == 3)
