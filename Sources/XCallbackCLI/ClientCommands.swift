@@ -211,10 +211,7 @@ enum SDKLocation {
         let header = directory + "/xcallback.h"
         let carried = Array(UnsafeBufferPointer(start: xcallback_sdk_header(), count: Int(xcallback_sdk_header_size())))
         do {
-            if try TextFile.read(header) != carried {
-                try TextFile.makeDirectories(directory)
-                try TextFile.replace(header, with: carried)
-            }
+            try TextFile.ensure(header, holds: carried)
         } catch {
             throw Failure.exit("cannot write xcallback.h to \(directory): \(error); "
                 + "set XCALLBACK_SDK_INCLUDE to a folder holding it")

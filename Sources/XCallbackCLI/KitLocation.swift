@@ -35,12 +35,7 @@ enum KitLocation {
     /// that already hold the same bytes untouched (a project's build then
     /// sees nothing changed).
     static func writeCarriedKit(to folder: String) throws(TextFileError) {
-        for file in carriedFiles {
-            let path = folder + "/" + file.path
-            if try TextFile.read(path) == file.bytes { continue }
-            try TextFile.makeDirectories(String(path[..<path.lastIndex(of: "/")!]))
-            try TextFile.replace(path, with: file.bytes)
-        }
+        for file in carriedFiles { try TextFile.ensure(folder + "/" + file.path, holds: file.bytes) }
     }
 
     /// The kits' files this binary carries, by their path under `bindings/`.

@@ -72,6 +72,15 @@ enum TextFile {
     }
 
     /// Creates a directory and its missing parents.
+    /// Makes `path` hold `bytes` (and the folders above it exist), leaving
+    /// a file that already holds them untouched: a copy this binary carries
+    /// (the header, the kits) written out, or brought up to date.
+    static func ensure(_ path: String, holds bytes: [UInt8]) throws(TextFileError) {
+        if try read(path) == bytes { return }
+        if let slash = path.lastIndex(of: "/"), slash != path.startIndex { try makeDirectories(String(path[..<slash])) }
+        try replace(path, with: bytes)
+    }
+
     static func makeDirectories(_ path: String, mode: mode_t = 0o755) throws(TextFileError) {
         var prefix = ""
         for component in path.split(separator: "/", omittingEmptySubsequences: true) {
