@@ -68,23 +68,9 @@ actor QueueConnection {
                           _ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         let limit = deadline.map { min(timeout, $0 - .now) } ?? timeout
         guard limit > .zero else { throw QueueError("no time left to reach the database") }
-        let outcome = FirstOutcome<T>()
-        let result: T = try await withCheckedThrowingContinuation { continuation in
-            outcome.set(continuation)
-            Task {
-                do {
-                    let connection = try await self.open()
-                    outcome.resume(.success(try await body(connection)))
-                } catch {
-                    outcome.resume(.failure(error))
-                }
-            }
-            Task {
-                try? await Task.sleep(for: limit)
-                outcome.resume(.failure(QueueError("no answer from the database within \(limit)")))
-            }
+        return try await Self.first(of: { try await body(self.open()) }, orAfter: limit) {
+            .failure(QueueError("no answer from the database within \(limit)"))
         }
-        return result
     }
 
     /// How long a statement may go unanswered before its connection is given up.
@@ -100,10 +86,7 @@ actor QueueConnection {
         } else {
             logger.debug("queue: \(what) failed again (\(failures)): \(message)")
         }
-        if let connection {
-            self.connection = nil
-            try? await connection.close()
-        }
+        await close()
         var delay = Duration.milliseconds(min(5_000, 50 << min(failures - 1, 7)))
         if let deadline { delay = min(delay, max(.zero, deadline - .now)) }
         try? await Task.sleep(for: delay)
@@ -114,16 +97,22 @@ actor QueueConnection {
     func close(within limit: Duration = .seconds(2)) async {
         guard let connection else { return }
         self.connection = nil
-        let done = FirstOutcome<Void>()
-        try? await withCheckedThrowingContinuation { continuation in
-            done.set(continuation)
+        _ = try? await Self.first(of: { try? await connection.close() }, orAfter: limit) { .success(()) }
+    }
+
+    /// `body`'s result, or `timedOut`'s once `limit` has passed first; a
+    /// `body` still running then is left to finish on its own.
+    private static func first<T: Sendable>(of body: @escaping @Sendable () async throws -> T, orAfter limit: Duration,
+                                           _ timedOut: @escaping @Sendable () -> Result<T, any Error>) async throws -> T {
+        let outcome = FirstOutcome<T>()
+        return try await withCheckedThrowingContinuation { continuation in
+            outcome.set(continuation)
             Task {
-                try? await connection.close()
-                done.resume(.success(()))
+                do { outcome.resume(.success(try await body())) } catch { outcome.resume(.failure(error)) }
             }
             Task {
                 try? await Task.sleep(for: limit)
-                done.resume(.success(()))
+                outcome.resume(timedOut())
             }
         }
     }
