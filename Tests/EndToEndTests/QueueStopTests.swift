@@ -17,20 +17,10 @@ struct QueueStopTests {
         let url: String
 
         init() throws {
-            var template = Array("/tmp/xcb-pg-stop-XXXXXX".utf8CString)
-            guard let made = mkdtemp(&template) else { throw HarnessError("mkdtemp failed") }
-            folder = String(cString: made)
-            let start = try ChildProcess([TestPostgres.repository + "/.ci/postgres", "start", folder], executable: "/usr/bin/env")
-            guard start.waitForExit(timeout: 120) == .exited(0) else {
-                throw HarnessError("could not start PostgreSQL: \(start.stderr)")
-            }
-            url = start.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            (folder, url) = try TestPostgres.startCluster(named: "xcb-pg-stop")
         }
 
-        func stop() {
-            let stop = try? ChildProcess([TestPostgres.repository + "/.ci/postgres", "stop", folder], executable: "/usr/bin/env")
-            _ = stop?.waitForExit(timeout: 60)
-        }
+        func stop() { TestPostgres.stopCluster(in: folder) }
 
         deinit {
             stop()

@@ -53,23 +53,36 @@ enum TestPostgres {
     private static let server: Result<String, HarnessError> = {
         if let url = ProcessInfo.processInfo.environment["XCALLBACK_TEST_POSTGRES"] { return .success(url) }
         if let reason = unavailableReason { return .failure(HarnessError(reason)) }
-        var template = Array("/tmp/xcb-pg-XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { return .failure(HarnessError("mkdtemp failed")) }
-        folder = String(cString: made)
-        let start = try? ChildProcess([repository + "/.ci/postgres", "start", folder!], executable: "/usr/bin/env")
-        guard let start, start.waitForExit(timeout: 120) == .exited(0) else {
-            return .failure(HarnessError("could not start PostgreSQL: \(start?.stderr ?? "")"))
-        }
+        let started = Result { () throws(HarnessError) in try startCluster(named: "xcb-pg") }
+        guard case .success(let cluster) = started else { return started.map(\.url) }
+        folder = cluster.folder
         atexit {
             if let folder = TestPostgres.folder {
-                let stop = try? ChildProcess([TestPostgres.repository + "/.ci/postgres", "stop", folder],
-                                             executable: "/usr/bin/env")
-                _ = stop?.waitForExit(timeout: 60)
+                TestPostgres.stopCluster(in: folder)
                 try? FileManager.default.removeItem(atPath: folder)
             }
         }
-        return .success(start.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+        return .success(cluster.url)
     }()
+
+    /// A throw-away cluster (`.ci/postgres`) in a new temporary folder
+    /// named after `name`: the folder, and the cluster's URL.
+    static func startCluster(named name: String) throws(HarnessError) -> (folder: String, url: String) {
+        var template = Array("/tmp/\(name)-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { throw HarnessError("mkdtemp failed") }
+        let folder = String(cString: made)
+        let start = try? ChildProcess([repository + "/.ci/postgres", "start", folder], executable: "/usr/bin/env")
+        guard let start, start.waitForExit(timeout: 120) == .exited(0) else {
+            throw HarnessError("could not start PostgreSQL: \(start?.stderr ?? "")")
+        }
+        return (folder, start.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
+    /// Stops the cluster `startCluster` made in `folder` (the caller removes the folder).
+    static func stopCluster(in folder: String) {
+        let stop = try? ChildProcess([repository + "/.ci/postgres", "stop", folder], executable: "/usr/bin/env")
+        _ = stop?.waitForExit(timeout: 60)
+    }
 
     nonisolated(unsafe) private static var folder: String?
     private static let counter = NSLock()
