@@ -1,3 +1,5 @@
+import XCallbackHost
+
 /// The files of a new plug-in project (`xcallback new`): one route,
 /// `SCHEME://x-callback-url/hello?name=`, in the language asked for.
 struct PluginTemplate {
@@ -13,7 +15,7 @@ struct PluginTemplate {
     var kits: String?
 
     /// Schemes may not hold `_` (RFC 3986): `my_tool` answers `my-tool://`.
-    var scheme: String { String(name.map { $0 == "_" ? "-" : $0 }) }
+    var scheme: String { PluginNaming.scheme(forName: name) }
 
     var files: [File] {
         let common = [File(path: "requests.txt", text: """

@@ -23,7 +23,7 @@ struct NotFoundMessage {
         if let nearest = table.nearestRoute(scheme: scheme, host: host, path: path) {
             message += " (did you mean \(nearest.text)?)"
         }
-        let wanted = Self.schemeKey(scheme)
+        let wanted = PluginNaming.scheme(forName: scheme)
         if let reason = table.values(ofScheme: scheme).lazy.compactMap({ $0.endpoint.unavailableReason }).first {
             message += "; \(reason)"
         } else if let refused = statuses.first(where: { $0.error != nil && Self.mayServe(wanted, $0) }),
@@ -37,16 +37,11 @@ struct NotFoundMessage {
     /// file's name without `lib` and extension, is the scheme: what
     /// `xcallback new` makes, and how the samples are named.
     private static func mayServe(_ scheme: String, _ status: PluginStatus) -> Bool {
-        if let name = status.info?.name, schemeKey(name) == scheme { return true }
+        if let name = status.info?.name, PluginNaming.scheme(forName: name) == scheme { return true }
         var stem = Substring(status.path.split(separator: "/").last ?? "")
         if stem.hasPrefix("lib") { stem = stem.dropFirst(3) }
         if let dot = stem.firstIndex(of: ".") { stem = stem[..<dot] }
-        return !stem.isEmpty && schemeKey(String(stem)) == scheme
-    }
-
-    /// Schemes compare case-insensitively, and `new` makes `my_tool`'s scheme `my-tool`.
-    private static func schemeKey(_ text: String) -> String {
-        String(text.lowercased().map { $0 == "_" ? "-" : $0 })
+        return !stem.isEmpty && PluginNaming.scheme(forName: String(stem)) == scheme
     }
 
     /// The refusal in one phrase: its first clause, at most 160 characters.
