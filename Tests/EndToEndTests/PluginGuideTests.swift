@@ -56,18 +56,9 @@ struct PluginGuideTests {
     static let marker = "@@guide-step "
 
     static func blocks(in guide: String) -> [Block] {
-        var blocks: [Block] = []
-        let lines = guide.components(separatedBy: "\n")
-        var index = 0
-        while index < lines.count {
-            guard lines[index] == "```sh" else { index += 1; continue }
-            let directive = index > 0 && lines[index - 1].hasPrefix("<!-- guide-test:") ? lines[index - 1] : ""
-            var end = index + 1
-            while end < lines.count && lines[end] != "```" { end += 1 }
-            blocks.append(Block(line: index + 1, lines: Array(lines[(index + 1)..<end]), directive: directive))
-            index = end + 1
+        ShellBlock.all(in: guide, directivePrefix: "<!-- guide-test:").map {
+            Block(line: $0.line, lines: $0.lines, directive: $0.directive)
         }
-        return blocks
     }
 
     /// What one block did.

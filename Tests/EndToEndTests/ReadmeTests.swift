@@ -30,24 +30,14 @@ struct ReadmeTests {
     }
 
     static func blocks(in readme: String) -> [Block] {
-        var blocks: [Block] = []
-        let lines = readme.components(separatedBy: "\n")
-        var index = 0
-        while index < lines.count {
-            guard lines[index] == "```sh" else { index += 1; continue }
-            let directive = index > 0 && lines[index - 1].hasPrefix("<!-- readme-test:") ? lines[index - 1] : ""
-            var body: [String] = []
-            var end = index + 1
-            while end < lines.count && lines[end] != "```" { body.append(lines[end]); end += 1 }
+        ShellBlock.all(in: readme, directivePrefix: "<!-- readme-test:").map { block in
             var stops: Int?
-            if let range = directive.range(of: "stops after ") {
-                stops = Int(directive[range.upperBound...].prefix { $0.isNumber })
+            if let range = block.directive.range(of: "stops after ") {
+                stops = Int(block.directive[range.upperBound...].prefix { $0.isNumber })
             }
-            blocks.append(Block(line: index + 1, script: body.joined(separator: "\n") + "\n",
-                                needsPostgres: directive.contains("postgres"), stopsAfterLines: stops))
-            index = end + 1
+            return Block(line: block.line, script: block.lines.joined(separator: "\n") + "\n",
+                         needsPostgres: block.directive.contains("postgres"), stopsAfterLines: stops)
         }
-        return blocks
     }
 
     /// The output sample that follows "## Try it": every line but "..." must appear.
