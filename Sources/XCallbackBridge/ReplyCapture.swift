@@ -87,6 +87,13 @@ public final class ReplyCapture: @unchecked Sendable {
 
     /// The answer as an `Outcome`, for the paths that need one.
     public var outcome: Outcome {
+        parameters.withUnsafeBufferPointer { Self.outcome(kind, parameters: $0, in: UnsafePointer(bytes)) }
+    }
+
+    /// A success or cancel answer whose parameters are ranges of `bytes`,
+    /// as an `Outcome`.
+    public static func outcome(_ kind: OutcomeKind, parameters: UnsafeBufferPointer<ByteParameter>,
+                               in bytes: UnsafePointer<UInt8>) -> Outcome {
         guard kind == .success else { return .cancel }
         return .success(parameters.map { parameter in
             QueryParameter(

@@ -21,6 +21,10 @@ struct WorkerSlotsTests {
         }
 
         func watch(_ worker: WorkerProcess) { Issue.record("WorkerSlots watched a worker by itself") }
+
+        func end(_ answer: Ending, ofSlot request: inout WorkerSlots.Request) {
+            Issue.record("WorkerSlots ended a request by itself")
+        }
     }
 
     static let capacity = UInt64(WorkerSlots.capacity)

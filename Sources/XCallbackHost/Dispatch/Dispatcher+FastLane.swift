@@ -63,9 +63,13 @@ extension Dispatcher {
         }
         switch end {
         case .completedInPlace:
-            concludeInPlace(call: call, lane: lane, snapshot: snapshot)
+            let capture = lane.capture
+            capture.withParameters { parameters, base in
+                self.end(.bytes(capture.kind, parameters: parameters, in: base),
+                         of: LaneRequest(call: call, lane: lane, snapshot: snapshot, dispatcher: self))
+            }
         case .completed(.outcome(let outcome)):
-            concludeFast(outcome, call: call, lane: lane, snapshot: snapshot)
+            self.end(.outcome(outcome), of: LaneRequest(call: call, lane: lane, snapshot: snapshot, dispatcher: self))
         case .completed(.declined):
             // The next candidate, on the general path; this attempt is over.
             let pending = generalRequest(for: call)
@@ -80,36 +84,6 @@ extension Dispatcher {
             lane.native = NativeRequest()
         }
         return true
-    }
-
-    /// The record of an answer the handler left in the lane's capture,
-    /// written from its bytes; a chain, `--keep-order` and `jsonl` take the
-    /// `Outcome` path instead.
-    private func concludeInPlace(call: SynchronousCall, lane: FastLane, snapshot: RouteSnapshot) {
-        let capture = lane.capture
-        let callback = lane.decodedCallback(for: capture.kind)
-        let sink = call.outputSink
-        if sink.format != .url || sink.keepOrder || sink.opener != nil || callback.map(snapshot.routesScheme(of:)) == true {
-            concludeFast(capture.outcome, call: call, lane: lane, snapshot: snapshot)
-            return
-        }
-        sink.emit(answered: capture.kind) { output in capture.appendRecord(callback: callback, to: &output) }
-    }
-
-    /// The record of a request the fast lane saw through, or the next hop
-    /// when its callback goes to one of the host's own schemes.
-    private func concludeFast(_ outcome: Outcome, call: SynchronousCall, lane: FastLane, snapshot: RouteSnapshot) {
-        var callback: String?
-        if let url = lane.decodedCallback(for: outcome.kind) {
-            if snapshot.routesScheme(of: url) {
-                let pending = generalRequest(for: call)
-                if pending.claim() { conclude(pending, outcome) }
-                return
-            }
-            callback = String(decoding: url, as: UTF8.self)
-        }
-        let input = keepsInput ? String(decoding: call.line, as: UTF8.self) : ""
-        call.outputSink.emit(OutcomeRecord(sequence: call.sequence, input: input, outcome: outcome, callback: callback))
     }
 
     /// The request of a fast call as the general path keeps it, its first

@@ -45,6 +45,18 @@ extension Dispatcher: WorkerLaneOwner {
         return AdoptedRequest(call: call, fields: fields, expire: { [self] in expire(pending) })
     }
 
+    /// Ends a request in a worker's slot with the answer its reply thread
+    /// read in place.
+    func end(_ answer: Ending, ofSlot request: inout WorkerSlots.Request) {
+        withUnsafePointer(to: &request) { request in
+            request.pointee.callbacks.withUnsafeBufferPointer { callbacks in
+                request.pointee.line.withUnsafeBufferPointer { line in
+                    end(answer, of: SlotRequest(request: request, callbacks: callbacks, line: line, dispatcher: self))
+                }
+            }
+        }
+    }
+
     /// Watches `worker`'s slots for deadlines (`expireFastCalls`).
     func watch(_ worker: WorkerProcess) {
         workerLanes.withLock { workers in
@@ -64,6 +76,7 @@ extension Dispatcher: WorkerLaneOwner {
 /// What the worker's side needs of the dispatcher.
 protocol WorkerLaneOwner: AnyObject, Sendable {
     func adopt(_ request: inout WorkerSlots.Request, started: UInt64, plugin: String) -> AdoptedRequest
+    func end(_ answer: Ending, ofSlot request: inout WorkerSlots.Request)
     func watch(_ worker: WorkerProcess)
 }
 
@@ -79,4 +92,42 @@ struct AdoptedRequest: Sendable {
 /// A worker the dispatcher watches without keeping it alive.
 struct WeakWorker {
     weak var worker: WorkerProcess?
+}
+
+/// A request a worker's lane sent from its line, still in its slot.
+struct SlotRequest: EndingRequest {
+    /// The slot's request, which the reply thread holds taken.
+    let request: UnsafePointer<WorkerSlots.Request>
+    /// Its decoded callbacks and its line.
+    let callbacks: UnsafeBufferPointer<UInt8>
+    let line: UnsafeBufferPointer<UInt8>
+    let dispatcher: Dispatcher
+
+    var sequence: UInt64 { request.pointee.sequence }
+    var sink: OutputSink { request.pointee.sink! }
+    var input: String { dispatcher.keepsInput ? String(decoding: line, as: UTF8.self) : "" }
+
+    func withCallback<R>(for kind: OutcomeKind, _ body: (UnsafeBufferPointer<UInt8>?) -> R) -> R {
+        body(request.pointee.callback(for: kind, in: callbacks))
+    }
+
+    /// None does: the lane sends no request whose callbacks go to the host's
+    /// own routes (`submitToWorker`), so a slot never starts a chain.
+    func routesScheme(of callback: UnsafeBufferPointer<UInt8>) -> Bool { false }
+    func claimedForChain() -> PendingRequest? { nil }
+}
+
+extension WorkerSlots.Request {
+    /// The decoded callback for an answer of `kind`, if the line named one
+    /// that is not empty (`OutcomeKind.callback` decides which).
+    func callback(for kind: OutcomeKind, in bytes: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<UInt8>? {
+        // A count of -1: the line named none.
+        func named(from start: Int, _ count: Int) -> UnsafeBufferPointer<UInt8>? {
+            count >= 0 ? UnsafeBufferPointer(rebasing: bytes[start..<start + count]) : nil
+        }
+        let errorStart = max(successCount, 0)
+        let cancelStart = errorStart + max(errorCount, 0)
+        return kind.callback(success: named(from: 0, successCount), error: named(from: errorStart, errorCount),
+                             cancel: named(from: cancelStart, cancelCount))
+    }
 }

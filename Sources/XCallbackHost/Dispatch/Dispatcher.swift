@@ -67,8 +67,7 @@ final class Dispatcher: SynchronousCallOwner, Sendable {
         do {
             url = try RequestURL(parsing: line, limits: limits)
         } catch {
-            sink.emit(OutcomeRecord(sequence: sequence, input: input,
-                                    outcome: HostError.invalidURL(error.message), callback: nil))
+            end(HostError.invalidURL(error.message), ofUnroutedLine: input, sequence: sequence, sink: sink)
             return
         }
         // A callback the host could never deliver to is refused up front,
@@ -76,7 +75,7 @@ final class Dispatcher: SynchronousCallOwner, Sendable {
         for (name, callback) in [("x-success", url.successURL), ("x-error", url.errorURL), ("x-cancel", url.cancelURL)] {
             if let callback, !Self.hasScheme(callback) {
                 let message = "\(name) is not a URL with a scheme: '\(callback.prefix(200))'"
-                sink.emit(OutcomeRecord(sequence: sequence, input: input, outcome: HostError.invalidURL(message), callback: nil))
+                end(HostError.invalidURL(message), ofUnroutedLine: input, sequence: sequence, sink: sink)
                 return
             }
         }
@@ -114,8 +113,8 @@ final class Dispatcher: SynchronousCallOwner, Sendable {
         let input = keepsInput ? String(decoding: line, as: UTF8.self) : ""
         let outcome = HostError.shuttingDown("the host is shutting down; the request was not run")
         let callback = (try? RequestURL(parsing: line, limits: limits))?.callbackURL(for: outcome.kind)
-        sink.emit(OutcomeRecord(sequence: sequence, input: input, outcome: outcome,
-                                callback: callback.flatMap { Self.hasScheme($0) ? $0 : nil }))
+        end(outcome, ofUnroutedLine: input, callback: callback.flatMap { Self.hasScheme($0) ? $0 : nil },
+            sequence: sequence, sink: sink)
     }
 
     /// Answers a line the reader had to cut because it was too long; its
@@ -123,7 +122,7 @@ final class Dispatcher: SynchronousCallOwner, Sendable {
     func rejectOverlong(byteCount: Int, prefix: [UInt8], sequence: UInt64, sink: OutputSink) {
         let message = "line is longer than the limit of \(limits.maxLineBytes) bytes (\(byteCount) bytes read)"
         let input = keepsInput ? String(decoding: prefix, as: UTF8.self) + "…" : ""
-        sink.emit(OutcomeRecord(sequence: sequence, input: input, outcome: HostError.invalidURL(message), callback: nil))
+        end(HostError.invalidURL(message), ofUnroutedLine: input, sequence: sequence, sink: sink)
     }
 
     private func start(_ url: RequestURL, text: String, input: String, hop: Int, sequence: UInt64, sink: OutputSink,
@@ -185,25 +184,19 @@ final class Dispatcher: SynchronousCallOwner, Sendable {
         conclude(pending, outcome)
     }
 
-    /// Delivers a claimed outcome: a record, or the next hop of a chain.
+    /// Delivers a claimed outcome (`end`).
     func conclude(_ pending: PendingRequest, _ outcome: Outcome) {
-        let callback = pending.url.callbackURL(for: outcome.kind)
-        if let callback, registry.routesScheme(of: callback) {
-            follow(callback, with: outcome, after: pending)
-            return
-        }
-        pending.sink.emit(OutcomeRecord(sequence: pending.sequence, input: pending.input,
-                                        outcome: outcome, callback: callback))
+        end(.outcome(outcome), of: GeneralRequest(pending: pending, registry: registry))
     }
 
     /// A callback to one of the host's own schemes is the next request of
     /// the chain; the chain ends in one record, that of its last outcome.
-    private func follow(_ callback: String, with outcome: Outcome, after pending: PendingRequest) {
+    func follow(_ callback: String, with outcome: Outcome, after pending: PendingRequest) {
         let next = CallbackURL.appending(outcome.parameters, to: callback)
         guard pending.hop < Self.maxHops else {
             let message = "a chain of callbacks to this host's own routes went past \(Self.maxHops) hops (last: \(next.prefix(200)))"
-            pending.sink.emit(OutcomeRecord(sequence: pending.sequence, input: pending.input,
-                                            outcome: HostError.loopDetected(message), callback: nil))
+            end(HostError.loopDetected(message), ofUnroutedLine: pending.input, sequence: pending.sequence,
+                sink: pending.sink)
             return
         }
         do {
@@ -213,8 +206,8 @@ final class Dispatcher: SynchronousCallOwner, Sendable {
             start(url, text: next, input: pending.input, hop: pending.hop + 1, sequence: pending.sequence, sink: pending.sink,
                   identity: identity)
         } catch {
-            pending.sink.emit(OutcomeRecord(sequence: pending.sequence, input: pending.input,
-                                            outcome: HostError.invalidURL("callback URL: \(error.message)"), callback: nil))
+            end(HostError.invalidURL("callback URL: \(error.message)"), ofUnroutedLine: pending.input,
+                sequence: pending.sequence, sink: pending.sink)
         }
     }
 

@@ -78,6 +78,11 @@ final class PluginRegistry: Sendable {
         state.withLock { $0.schemes.contains(schemeOf: url) }
     }
 
+    /// `routesScheme(of:)` for a URL's bytes.
+    func routesScheme(of url: UnsafeBufferPointer<UInt8>) -> Bool {
+        state.withLock { $0.schemes.contains(schemeOf: url) }
+    }
+
     /// The plug-in owning a route of the same shape as `pattern`, if any,
     /// not counting the plug-in loaded from `excludedPath` (the one being
     /// replaced: its new version may keep its own routes).

@@ -22,6 +22,10 @@ final class OutputSink: Sendable {
     let receiver: (any RecordReceiver)?
     /// Counts every record written, shared by all the host's sinks.
     let tally: OutcomeTally
+    /// Whether a success or cancel may be written from its bytes
+    /// (`emit(answered:_:)`): `url` records, in no particular order, written
+    /// rather than opened or handed on.
+    let takesBytes: Bool
     private let writer: any OutputWriter
     private let state = ConditionLock(State())
     /// `State.emitted`, readable without the lock: the input thread checks
@@ -64,6 +68,7 @@ final class OutputSink: Sendable {
         self.keepOrder = keepOrder
         self.opener = opener
         self.tally = tally
+        takesBytes = format == .url && !keepOrder && opener == nil && receiver == nil
     }
 
     /// Writes (or opens) one record; in input order with `--keep-order`.

@@ -398,13 +398,8 @@ extension WorkerProcess {
         let parameters = answerParameters.parameters
         let written: Void? = slots.take(id) { request, _ in
             let base = payload.baseAddress!.assumingMemoryBound(to: UInt8.self)
-            request.callbacks.withUnsafeBufferPointer { callbacks in
-                let callback = request.callback(for: answer, in: callbacks)
-                parameters.withUnsafeBufferPointer { parameters in
-                    request.sink!.emit(answered: answer) { output in
-                        ReplyCapture.appendRecord(answer, callback: callback, parameters: parameters, in: base, to: &output)
-                    }
-                }
+            parameters.withUnsafeBufferPointer { parameters in
+                slots.owner.end(.bytes(answer, parameters: parameters, in: base), ofSlot: &request)
             }
         }
         guard written != nil else { return .decode }
@@ -460,21 +455,6 @@ extension WorkerProcess {
 private final class UncheckedParameters: @unchecked Sendable {
     // @unchecked: only the worker's reply thread touches it.
     var parameters: [ByteParameter] = []
-}
-
-extension WorkerSlots.Request {
-    /// The decoded callback for an answer of `kind`, if the line named one
-    /// that is not empty (`OutcomeKind.callback` decides which).
-    func callback(for kind: OutcomeKind, in bytes: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<UInt8>? {
-        // A count of -1: the line named none.
-        func named(from start: Int, _ count: Int) -> UnsafeBufferPointer<UInt8>? {
-            count >= 0 ? UnsafeBufferPointer(rebasing: bytes[start..<start + count]) : nil
-        }
-        let errorStart = max(successCount, 0)
-        let cancelStart = errorStart + max(errorCount, 0)
-        return kind.callback(success: named(from: 0, successCount), error: named(from: errorStart, errorCount),
-                             cancel: named(from: cancelStart, cancelCount))
-    }
 }
 
 /// Only the worker's reader thread (after the handshake) touches it.
