@@ -86,17 +86,9 @@ extension Dispatcher {
         return true
     }
 
-    /// The request of a fast call as the general path keeps it, its first
-    /// route marked as tried.
+    /// The request of a fast call as the general path keeps it (`handOver`).
     func generalRequest(for call: SynchronousCall) -> PendingRequest {
-        let text = String(decoding: call.line, as: UTF8.self)
-        // The lane parsed the line, so RequestURL does too.
-        let url = (try? RequestURL(parsing: call.line, limits: limits)) ?? RequestURL(scheme: "")
-        let pending = PendingRequest(
-            id: call.id, sequence: call.sequence, input: keepsInput ? text : "", url: url, urlText: text, hop: 0,
-            sink: call.outputSink, deadline: call.started + timeout.nanoseconds, table: registry.table)
-        _ = pending.nextCandidate()
-        return pending
+        handOver(line: call.line, id: call.id, sequence: call.sequence, sink: call.outputSink, started: call.started)
     }
 
     /// A decline while the handler still runs: the general path takes the
@@ -110,8 +102,7 @@ extension Dispatcher {
     /// Promotion: the general path takes over a call still in its handler.
     private func takeOver(_ call: SynchronousCall, reply: xcallback_reply) -> (PendingRequest, HandlerCall) {
         let pending = generalRequest(for: call)
-        let handlerCall = handlerCall(for: pending, plugin: call.plugin)
-        pending.began(handlerCall, plugin: call.plugin)
+        let handlerCall = beginHandedOver(pending, plugin: call.plugin)
         handlerCall.whenAbandoned { HostAPI.replies.expire(reply) }
         return (pending, handlerCall)
     }

@@ -30,18 +30,13 @@ extension Dispatcher: WorkerLaneOwner {
     /// Takes a request over from a worker's slot: from here on it is a
     /// pending request like any other, whose first route was tried.
     func adopt(_ request: inout WorkerSlots.Request, started: UInt64, plugin: String) -> AdoptedRequest {
-        let text = String(decoding: request.line, as: UTF8.self)
-        // The lane parsed the line, so RequestURL does too.
-        let url = request.line.withUnsafeBufferPointer { try? RequestURL(parsing: $0, limits: limits) } ?? RequestURL(scheme: "")
-        let pending = PendingRequest(
-            id: request.requestID, sequence: request.sequence, input: keepsInput ? text : "", url: url, urlText: text,
-            hop: 0, sink: request.sink!, deadline: started + timeout.nanoseconds, table: registry.table)
-        _ = pending.nextCandidate()
-        let call = handlerCall(for: pending, plugin: plugin)
-        pending.began(call, plugin: plugin)
+        let pending = request.line.withUnsafeBufferPointer { line in
+            handOver(line: line, id: request.requestID, sequence: request.sequence, sink: request.sink!, started: started)
+        }
+        let call = beginHandedOver(pending, plugin: plugin)
         timer.add(pending)
-        let fields = RequestFields(url: text, scheme: url.scheme, source: url.source, parameters: url.parameters.items,
-                                   arguments: [], id: request.requestID)
+        let fields = RequestFields(url: pending.urlText, scheme: pending.url.scheme, source: pending.url.source,
+                                   parameters: pending.url.parameters.items, arguments: [], id: request.requestID)
         return AdoptedRequest(call: call, fields: fields, expire: { [self] in expire(pending) })
     }
 

@@ -165,6 +165,30 @@ final class Dispatcher: SynchronousCallOwner, Sendable {
         if previous == nil && pending.isFinished { timer.removeIfLast(pending) }
     }
 
+    /// A lane's request joins the general path: from here on it is a
+    /// pending request like any other, its first route marked as tried, its
+    /// deadline that of when the lane sent it. The one way across, for an
+    /// input stream's lane (`takeOver`, a decline, a chain) and a worker's
+    /// (`adopt`).
+    func handOver(line: UnsafeBufferPointer<UInt8>, id: UInt64, sequence: UInt64, sink: OutputSink,
+                  started: UInt64) -> PendingRequest {
+        let text = String(decoding: line, as: UTF8.self)
+        // The lane parsed the line, so RequestURL does too.
+        let url = (try? RequestURL(parsing: line, limits: limits)) ?? RequestURL(scheme: "")
+        let pending = PendingRequest(
+            id: id, sequence: sequence, input: keepsInput ? text : "", url: url, urlText: text, hop: 0, sink: sink,
+            deadline: started + timeout.nanoseconds, table: registry.table)
+        _ = pending.nextCandidate()
+        return pending
+    }
+
+    /// The call of the handler a handed-over request is already in.
+    func beginHandedOver(_ pending: PendingRequest, plugin: String) -> HandlerCall {
+        let call = handlerCall(for: pending, plugin: plugin)
+        pending.began(call, plugin: plugin)
+        return call
+    }
+
     /// The call through which `plugin`'s handler answers `pending`.
     func handlerCall(for pending: PendingRequest, plugin: String) -> HandlerCall {
         HandlerCall { [self] result in
