@@ -14,10 +14,7 @@ extension Dispatcher {
     /// A lane for one input stream; the deadline timer watches it.
     func makeLane() -> FastLane {
         let lane = FastLane()
-        lanesLock.withLock { lanes in
-            lanes.removeAll { $0.lane == nil }
-            lanes.append(WeakLane(lane: lane))
-        }
+        inFlight.watch(lane)
         return lane
     }
 
@@ -73,12 +70,12 @@ extension Dispatcher {
         case .completed(.declined):
             // The next candidate, on the general path; this attempt is over.
             let pending = generalRequest(for: call)
-            timer.add(pending)
+            inFlight.add(pending)
             attempt(pending, declinedBy: call.plugin)
         case .promoted:
             // The handler kept its reply: the request now waits like any
             // other, and keeps the native request it is reading.
-            if let promoted { timer.add(promoted) }
+            if let promoted { inFlight.add(promoted) }
             lane.native = NativeRequest()
         case .promotedEarlier:
             lane.native = NativeRequest()
@@ -95,7 +92,7 @@ extension Dispatcher {
     /// request over at once and tries the next route, with the time left.
     func takeOver(_ call: SynchronousCall, reply: xcallback_reply) -> ReplyTable.Delivery {
         let (pending, handlerCall) = takeOver(call, reply: reply)
-        timer.add(pending)
+        inFlight.add(pending)
         return handlerCall.deliver
     }
 
@@ -107,37 +104,26 @@ extension Dispatcher {
         return (pending, handlerCall)
     }
 
-    /// The timer's side of the lane: a handler running past its deadline is
-    /// taken over and answered `Timeout`, as on the general path (and one
-    /// that answered but never returned has its answer delivered).
-    /// `now == .max` takes every call (shutdown).
-    func expireFastCalls(now: UInt64) {
-        let timeoutNanoseconds = timeout.nanoseconds
-        let cutoff = now == .max ? .max : (now > timeoutNanoseconds ? now - timeoutNanoseconds : 0)
-        expireWorkerSlots(before: cutoff)
-        let current = lanesLock.withLock { $0.compactMap(\.lane) }
-        for lane in current {
-            let marker = lane.inFlight.load(ordering: .acquiring)
-            guard marker != 0 else { continue }
-            let reply = xcallback_reply(token: marker - 1)
-            var takenOver: (PendingRequest, HandlerCall)?
-            let answer = HostAPI.replies.promoteSynchronous(reply, startedBefore: cutoff) { call in
-                takenOver = takeOver(call, reply: reply)
-                return takenOver!.1.deliver
-            }
-            guard case .some(let result) = answer, let (pending, handlerCall) = takenOver else { continue }
-            if case .outcome = result {
-                handlerCall.deliver(result!)
-            } else {
-                // Still running, unanswered, past its deadline. (A decline
-                // never waits here: it is taken over when it is given.)
-                expire(pending)
-            }
+    /// The clock's side of the lane (`InFlightTable`): a handler running
+    /// since before `cutoff` is taken over and answered `Timeout`, as on the
+    /// general path (and one that answered but never returned has its
+    /// answer delivered).
+    func expireLaneCall(in lane: FastLane, startedBefore cutoff: UInt64) {
+        let marker = lane.inFlight.load(ordering: .acquiring)
+        guard marker != 0 else { return }
+        let reply = xcallback_reply(token: marker - 1)
+        var takenOver: (PendingRequest, HandlerCall)?
+        let answer = HostAPI.replies.promoteSynchronous(reply, startedBefore: cutoff) { call in
+            takenOver = takeOver(call, reply: reply)
+            return takenOver!.1.deliver
+        }
+        guard case .some(let result) = answer, let (pending, handlerCall) = takenOver else { return }
+        if case .outcome = result {
+            handlerCall.deliver(result!)
+        } else {
+            // Still running, unanswered, past its deadline. (A decline
+            // never waits here: it is taken over when it is given.)
+            expire(pending)
         }
     }
-}
-
-/// A lane the dispatcher watches without keeping it alive.
-struct WeakLane {
-    weak var lane: FastLane?
 }

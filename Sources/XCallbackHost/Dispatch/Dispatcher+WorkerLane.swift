@@ -34,7 +34,7 @@ extension Dispatcher: WorkerLaneOwner {
             handOver(line: line, id: request.requestID, sequence: request.sequence, sink: request.sink!, started: started)
         }
         let call = beginHandedOver(pending, plugin: plugin)
-        timer.add(pending)
+        inFlight.add(pending)
         let fields = RequestFields(url: pending.urlText, scheme: pending.url.scheme, source: pending.url.source,
                                    parameters: pending.url.parameters.items, arguments: [], id: request.requestID)
         return AdoptedRequest(call: call, fields: fields, expire: { [self] in expire(pending) })
@@ -52,20 +52,8 @@ extension Dispatcher: WorkerLaneOwner {
         }
     }
 
-    /// Watches `worker`'s slots for deadlines (`expireFastCalls`).
-    func watch(_ worker: WorkerProcess) {
-        workerLanes.withLock { workers in
-            workers.removeAll { $0.worker == nil }
-            workers.append(WeakWorker(worker: worker))
-        }
-    }
-
-    /// The timer's side of the workers' lanes: a request past its deadline
-    /// is adopted and answered `Timeout`.
-    func expireWorkerSlots(before cutoff: UInt64) {
-        let current = workerLanes.withLock { $0.compactMap(\.worker) }
-        for worker in current { worker.expireSlots(startedBefore: cutoff) }
-    }
+    /// Watches `worker`'s slots for deadlines (`InFlightTable`).
+    func watch(_ worker: WorkerProcess) { inFlight.watch(worker) }
 }
 
 /// What the worker's side needs of the dispatcher.
@@ -82,11 +70,6 @@ struct AdoptedRequest: Sendable {
     var call: HandlerCall
     var fields: RequestFields
     var expire: @Sendable () -> Void
-}
-
-/// A worker the dispatcher watches without keeping it alive.
-struct WeakWorker {
-    weak var worker: WorkerProcess?
 }
 
 /// A request a worker's lane sent from its line, still in its slot.

@@ -8,23 +8,20 @@ import XCallbackURL
 /// Turns request lines into outcomes: parse, route, hand to the plug-in's
 /// endpoint, take the one result, then write the record or dispatch the
 /// callback as the next hop of a chain.
-final class Dispatcher: SynchronousCallOwner, Sendable {
+final class Dispatcher: SynchronousCallOwner, InFlightOwner, Sendable {
     let registry: PluginRegistry
     let limits: ParseLimits
     let timeout: Duration
     /// Whether records need the input line (`jsonl`); `url` skips the copy.
     let keepsInput: Bool
     let logger: Logger
-    let timer: DeadlineTimer
+    /// What is in flight, and the clock that ends it at its deadline.
+    let inFlight: InFlightTable
     /// The last request id given out (`request_id`).
     private let lastID = Atomic<UInt64>(0)
     /// Set once a stop's grace period has passed (nanoseconds; 0: not):
     /// what expires from then on says so.
     private let stopGrace = Atomic<UInt64>(0)
-    /// Every input stream's fast lane, for the deadline timer.
-    let lanesLock = Lock<[WeakLane]>([])
-    /// Every worker with requests sent by a lane, for the deadline timer.
-    let workerLanes = Lock<[WeakWorker]>([])
 
     /// Internal callbacks a chain may follow before `LoopDetected` (docs/usage.md, "Error codes").
     static let maxHops = 8
@@ -35,22 +32,18 @@ final class Dispatcher: SynchronousCallOwner, Sendable {
         self.timeout = timeout
         self.keepsInput = keepsInput
         self.logger = logger
-        let expired = ExpiryForwarder()
-        self.timer = DeadlineTimer(onExpiry: { expired.target?.expire($0) },
-                                   onTick: { expired.target?.expireFastCalls(now: $0) })
-        expired.target = self
-        timer.start()
+        inFlight = InFlightTable(timeout: timeout)
+        inFlight.start(owner: self)
     }
 
-    func stop() { timer.stop() }
+    func stop() { inFlight.stop() }
 
     /// Ends every request still pending with `Timeout` (shutdown).
     /// A stop's grace period has passed: every request still in flight is
     /// answered `Timeout`, saying so.
     func expireAll(stoppedWithGrace grace: Duration) {
         stopGrace.store(max(grace.nanoseconds, 1), ordering: .releasing)
-        timer.expireAll()
-        expireFastCalls(now: .max)
+        inFlight.expireAll()
     }
 
     private var timeoutNanoseconds: UInt64 { timeout.nanoseconds }
@@ -158,11 +151,11 @@ final class Dispatcher: SynchronousCallOwner, Sendable {
         let call = handlerCall(for: pending, plugin: plugin)
         pending.began(call, plugin: plugin)
         // The built-in await keeps its own, longer deadline.
-        if previous == nil && !match.value.endpoint.keepsOwnDeadlines { timer.add(pending) }
+        if previous == nil && !match.value.endpoint.keepsOwnDeadlines { inFlight.add(pending) }
         match.value.endpoint.invoke(handler: match.value.handlerIndex, request: fields, call: call)
         // Answered before invoke returned (the common in-process case): take it
         // off the timer now, while it is hot, instead of at the next compaction.
-        if previous == nil && pending.isFinished { timer.removeIfLast(pending) }
+        if previous == nil && pending.isFinished { inFlight.removeIfLast(pending) }
     }
 
     /// A lane's request joins the general path: from here on it is a
@@ -250,10 +243,4 @@ final class Dispatcher: SynchronousCallOwner, Sendable {
         conclude(pending, HostError.timeout("plug-in '\(plugin)' did not complete the request within \(seconds) s"))
     }
 
-}
-
-/// Breaks the init-order cycle between the dispatcher and its timer.
-private final class ExpiryForwarder: @unchecked Sendable {
-    // Written once in Dispatcher.init before the timer can fire.
-    weak var target: Dispatcher?
 }

@@ -1,0 +1,105 @@
+import XCallbackSystem
+
+/// Every request the host has handed to a handler and not yet ended, and
+/// the one clock that ends those past their deadline. A request waits in
+/// one of three places, by the path that carries it:
+/// - the general path's requests, in deadline order (`DeadlineTimer`);
+/// - the call an input stream's fast lane is inside a handler with, at
+///   most one per lane (`FastLane.inFlight`);
+/// - the requests a worker's lane has sent and not seen answered
+///   (`WorkerSlots`).
+/// One sweep, at every tick of the clock, applies the one deadline rule to
+/// all three: a request sent before `now - timeout` is over, and ends in
+/// `Timeout` through its owner (`Dispatcher.expire`).
+final class InFlightTable: Sendable {
+    private let timeout: UInt64
+    private let owner = OwnerReference()
+    private let lanes = Lock<[WeakLane]>([])
+    private let workers = Lock<[WeakWorker]>([])
+    private let timer: DeadlineTimer
+
+    init(timeout: Duration) {
+        self.timeout = timeout.nanoseconds
+        let owner = owner
+        let sweep = SweepForwarder()
+        timer = DeadlineTimer(onExpiry: { owner.target?.expire($0) }, onTick: { sweep.table?.sweep(now: $0) })
+        sweep.table = self
+    }
+
+    /// Starts the clock; `owner` ends what it finds over. Held weakly: the
+    /// owner owns the table.
+    func start(owner: some InFlightOwner) {
+        self.owner.target = owner
+        timer.start()
+    }
+
+    func stop() { timer.stop() }
+
+    /// A general-path request, until it ends or its deadline passes.
+    func add(_ request: PendingRequest) { timer.add(request) }
+
+    /// Drops `request` if it was the last one added (it was answered at once).
+    func removeIfLast(_ request: PendingRequest) { timer.removeIfLast(request) }
+
+    /// An input stream's lane, watched while it lives.
+    func watch(_ lane: FastLane) {
+        lanes.withLock { lanes in
+            lanes.removeAll { $0.lane == nil }
+            lanes.append(WeakLane(lane: lane))
+        }
+    }
+
+    /// A worker whose lane has sent requests, watched while it lives.
+    func watch(_ worker: WorkerProcess) {
+        workers.withLock { workers in
+            workers.removeAll { $0.worker == nil }
+            workers.append(WeakWorker(worker: worker))
+        }
+    }
+
+    /// Ends every request still in flight, wherever it waits (a stop's
+    /// grace period is over).
+    func expireAll() {
+        timer.expireAll()
+        sweep(now: .max)
+    }
+
+    /// Every request sent before `now - timeout` (all of them with `.max`)
+    /// is over: the general path's are the timer's own; these are the lanes'.
+    private func sweep(now: UInt64) {
+        guard let owner = owner.target else { return }
+        let cutoff = now == .max ? .max : (now > timeout ? now - timeout : 0)
+        for worker in workers.withLock({ $0.compactMap(\.worker) }) { worker.expireSlots(startedBefore: cutoff) }
+        for lane in lanes.withLock({ $0.compactMap(\.lane) }) { owner.expireLaneCall(in: lane, startedBefore: cutoff) }
+    }
+}
+
+/// Who ends the requests the table finds over.
+protocol InFlightOwner: AnyObject, Sendable {
+    /// A general-path request's deadline passed.
+    func expire(_ request: PendingRequest)
+    /// The call `lane` is inside a handler with, if it began before `cutoff`.
+    func expireLaneCall(in lane: FastLane, startedBefore cutoff: UInt64)
+}
+
+/// The table's owner, set once before the clock starts.
+private final class OwnerReference: @unchecked Sendable {
+    // @unchecked: written once in `start`, before the clock's thread exists.
+    weak var target: (any InFlightOwner)?
+}
+
+/// Breaks the init-order cycle between the table and its clock.
+private final class SweepForwarder: @unchecked Sendable {
+    // @unchecked: written once in `init`, before the clock starts.
+    weak var table: InFlightTable?
+}
+
+/// A lane the table watches without keeping it alive.
+struct WeakLane {
+    weak var lane: FastLane?
+}
+
+/// A worker the table watches without keeping it alive.
+struct WeakWorker {
+    weak var worker: WorkerProcess?
+}
