@@ -9,8 +9,9 @@ import XCallbackURL
 /// in it.
 @Suite("Waiting line")
 struct WaitingLineTests {
-    static func item(_ handler: Int, url: String) -> WaitingLine.Item {
-        (handler, RequestFields(url: url, scheme: "t", source: nil, parameters: [], arguments: []), HandlerCall { _ in })
+    static func item(_ handler: Int, url: String) -> WorkerRequest {
+        WorkerRequest(handler: handler, request: RequestFields(url: url, scheme: "t", source: nil, parameters: [], arguments: []),
+                      call: HandlerCall { _ in })
     }
 
     static func handlers(_ line: WaitingLine) -> [Int] { line.items.map(\.handler) }

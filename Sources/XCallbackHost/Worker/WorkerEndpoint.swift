@@ -88,7 +88,7 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
                     return .refuse("plug-in '\(pluginName)' is not taking requests, and \(state.waiting.count) already wait for it")
                 }
                 // None ready, or the one there is going: the next one takes it.
-                state.waiting.append((index, request, call))
+                state.waiting.append(WorkerRequest(handler: index, request: request, call: call))
                 return .queued
             }
             switch step {
@@ -222,7 +222,7 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
     /// A worker ended. The requests it had begun die with it (never
     /// replayed); those it had not begun go to the next worker, in order.
     private func workerExited(_ worker: WorkerProcess, _ death: WorkerDeath, _ owed: [HandlerCall],
-                              _ unstarted: [WorkerProcess.Unstarted]) {
+                              _ unstarted: [WorkerRequest]) {
         let outcome = death.outcome(plugin: pluginName)
         for call in owed { call.deliver(.outcome(outcome)) }
         let now = MonotonicClock.now
@@ -233,7 +233,7 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
             guard state.current === worker else { return .nothing }
             state.current = nil
             // First in line for the next worker (or refused with the rest).
-            state.waiting.prepend(unstarted.map { ($0.handler, $0.request, $0.call) })
+            state.waiting.prepend(unstarted)
             if state.stopped { return .giveUp }
             switch state.supervision.workerDied(at: now, explained: !owed.isEmpty || worker.hasAnswered) {
             case .restart(let delay):
@@ -347,7 +347,7 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
     /// Sends what waited while `worker` was not reading its requests, now
     /// that it reads again; what it turns away again waits, first in line.
     private func sendWaiting(to worker: WorkerProcess) {
-        let waiting = state.withLock { state -> [WaitingLine.Item] in
+        let waiting = state.withLock { state -> [WorkerRequest] in
             state.current === worker ? state.waiting.takeAll() : []
         }
         for (position, item) in waiting.enumerated() {

@@ -57,27 +57,13 @@ final class WorkerProcess: Sendable {
     }
 
     private struct State {
-        var calls: [UInt64: InFlight] = [:]
+        var calls: [UInt64: WorkerRequest] = [:]
         var exited = false
         /// No new requests; stop once the in-flight ones are answered.
         var retiring = false
         var onHung: (@Sendable (WorkerProcess) -> Void)?
     }
 
-    private struct InFlight {
-        var handler: Int
-        var request: RequestFields
-        var call: HandlerCall
-        /// The handler returned (its completion may still come later).
-        var returned = false
-    }
-
-    /// A request the worker never began: the next worker may run it.
-    struct Unstarted: Sendable {
-        var handler: Int
-        var request: RequestFields
-        var call: HandlerCall
-    }
 
     /// A worker whose handshake `WorkerLauncher` has seen through.
     init(pid: pid_t, socket: Int32, progress: WorkerProgress?, sandbox: SandboxPlan?,
@@ -119,7 +105,7 @@ final class WorkerProcess: Sendable {
     /// first time this worker tries it.
     func startReading(onHung: @escaping @Sendable (WorkerProcess) -> Void,
                       onDenied: @escaping @Sendable (DeniedCalls) -> Void,
-                      onExit: @escaping @Sendable (WorkerProcess, WorkerDeath, _ begun: [HandlerCall], _ unstarted: [Unstarted]) -> Void) {
+                      onExit: @escaping @Sendable (WorkerProcess, WorkerDeath, _ begun: [HandlerCall], _ unstarted: [WorkerRequest]) -> Void) {
         state.withLock { $0.onHung = onHung }
         supervisor?.onDenied(onDenied)
         if !parent.endsGroupOnExit, sandbox.map({ $0.capabilities.processes > 0 }) ?? true { watchGroup() }
@@ -155,13 +141,13 @@ final class WorkerProcess: Sendable {
             // page says.
             let lastBegun = max(page?.lastBegun ?? .max, reader.highestAnswered)
             let adopted = adoptAll(startedBefore: .max)
-            let (begun, unstarted) = state.withLock { state -> ([HandlerCall], [Unstarted]) in
+            let (begun, unstarted) = state.withLock { state -> ([HandlerCall], [WorkerRequest]) in
                 state.exited = true
                 defer { state.calls.removeAll() }
                 var begun: [HandlerCall] = []
-                var unstarted: [(id: UInt64, item: Unstarted)] = []
+                var unstarted: [(id: UInt64, item: WorkerRequest)] = []
                 for (id, entry) in adopted {
-                    state.calls[id] = InFlight(handler: entry.handler, request: entry.request.fields, call: entry.request.call)
+                    state.calls[id] = WorkerRequest(handler: entry.handler, request: entry.request.fields, call: entry.request.call)
                 }
                 // A page that says the worker began none of what it was
                 // sent is the one claim a lying worker gains by: the oldest
@@ -173,7 +159,7 @@ final class WorkerProcess: Sendable {
                     if id <= lastBegun || (claimsNoneBegun && id == oldest && !entry.call.mayRunAfterCrash()) {
                         begun.append(entry.call)
                     } else {
-                        unstarted.append((id, Unstarted(handler: entry.handler, request: entry.request, call: entry.call)))
+                        unstarted.append((id, entry))
                     }
                 }
                 return (begun, unstarted.sorted { $0.id < $1.id }.map(\.item))
@@ -231,7 +217,7 @@ final class WorkerProcess: Sendable {
             let id = state.withLock { state -> UInt64? in
                 guard !state.exited, !state.retiring else { return nil }
                 let id = nextID.add(1, ordering: .relaxed).oldValue
-                state.calls[id] = InFlight(handler: handler, request: request, call: call)
+                state.calls[id] = WorkerRequest(handler: handler, request: request, call: call)
                 return id
             }
             guard let id else { return }
@@ -439,7 +425,7 @@ extension WorkerProcess {
         let expired = state.withLock { state -> [(id: UInt64, request: AdoptedRequest, tracked: Bool)] in
             adoptAll(startedBefore: cutoff).map { id, entry in
                 guard !state.exited else { return (id, entry.request, false) }
-                state.calls[id] = InFlight(handler: entry.handler, request: entry.request.fields,
+                state.calls[id] = WorkerRequest(handler: entry.handler, request: entry.request.fields,
                                            call: entry.request.call, returned: entry.returned)
                 return (id, entry.request, true)
             }
