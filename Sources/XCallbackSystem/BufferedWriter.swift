@@ -28,10 +28,11 @@ public final class BufferedWriter: Flushable, @unchecked Sendable {
     /// How long a write may wait for the reader before the input loop's
     /// watchdog moves on (`StallClock`); nil: as long as the reader takes.
     private let patience: UInt64?
-    /// Whether each write holds whole lines of at most `PIPE_BUF` bytes
-    /// where it can: the descriptor is a pipe others write to as well
-    /// (`2>&1`), and only writes that small are never interleaved with
-    /// theirs, so a log line can never land inside a record.
+    /// Whether the descriptor is the pipe stderr is on as well (`2>&1`):
+    /// each write then holds whole lines of at most `PIPE_BUF` bytes where
+    /// it can (only writes that small are never interleaved with another
+    /// process's), and takes its turn with the host's log lines
+    /// (`SharedPipe`), so a log line can never land inside a record.
     private let wholeLines: Bool
 
     /// `onClosed` runs once, when a write finds the reader gone (EPIPE…).
@@ -48,9 +49,7 @@ public final class BufferedWriter: Flushable, @unchecked Sendable {
     /// Whether `descriptor` is the same pipe as stderr (`2>&1`): then
     /// records must be written in whole-line pieces (`wholeLines`).
     public static func sharesPipeWithStderr(_ descriptor: Int32) -> Bool {
-        var mine = stat(), theirs = stat()
-        guard fstat(descriptor, &mine) == 0, fstat(2, &theirs) == 0 else { return false }
-        return mine.st_mode & S_IFMT == S_IFIFO && mine.st_dev == theirs.st_dev && mine.st_ino == theirs.st_ino
+        SharedPipe.isSame(descriptor, as: 2)
     }
 
     /// Adds bytes; `fill` appends them to the buffer under the writer's lock,
@@ -87,7 +86,9 @@ public final class BufferedWriter: Flushable, @unchecked Sendable {
         writingSince.store(MonotonicClock.now, ordering: .relaxed)
         defer { writingSince.store(0, ordering: .relaxed) }
         let failed = state.buffer.withUnsafeBytes { bytes in
-            wholeLines ? Self.writeLines(descriptor, bytes, patience: patience) : Self.writeAll(descriptor, bytes, patience: patience)
+            wholeLines
+                ? SharedPipe.turns.withLock { _ in Self.writeLines(descriptor, bytes, patience: patience) }
+                : Self.writeAll(descriptor, bytes, patience: patience)
         }
         state.buffer.removeAll(keepingCapacity: state.buffer.capacity <= 4 * Self.threshold)
         if failed { state.closed = true }

@@ -13,12 +13,26 @@ public final class DiagnosticConsole: Sendable {
     private let descriptor: Int32
     /// Whether a status line is on screen, waiting to be rewritten or erased.
     private let statusShown = Lock(false)
+    /// Whether the records' writer is on the same pipe (`2>&1`): each line
+    /// then takes its turn with the records' writes (`SharedPipe`).
+    private let takesTurns: Bool
 
     /// Back to the start of the line, and erase to its end.
     private static let eraseLine = "\r\u{1B}[K"
 
-    public init(descriptor: Int32 = 2) {
+    /// A console on `descriptor`; `sharesPipeWithRecords` says whether the
+    /// records go to the same pipe (by default: whether stdout is it).
+    public init(descriptor: Int32 = 2, sharesPipeWithRecords: Bool? = nil) {
         self.descriptor = descriptor
+        takesTurns = sharesPipeWithRecords ?? SharedPipe.isSame(descriptor, as: 1)
+    }
+
+    private func writeFully(_ descriptor: Int32, _ text: String) {
+        if takesTurns {
+            SharedPipe.turns.withLock { _ in writeAll(descriptor, text) }
+        } else {
+            writeAll(descriptor, text)
+        }
     }
 
     /// Writes `text` (whole lines, newlines included), erasing a status
@@ -55,7 +69,7 @@ public final class DiagnosticConsole: Sendable {
 
 /// Writes all of `text`, waiting for room if stderr was made non-blocking;
 /// on error (stderr gone) the rest is dropped: diagnostics are never fatal.
-private func writeFully(_ descriptor: Int32, _ text: String) {
+private func writeAll(_ descriptor: Int32, _ text: String) {
     var text = text
     text.withUTF8 { bytes in
         var offset = 0
