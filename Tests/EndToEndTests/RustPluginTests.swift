@@ -130,33 +130,3 @@ struct RustPluginTests {
         }
     }
 }
-
-/// Issue 30: the same routes in Swift and Rust, a typed parameter, a pattern
-/// route and callbacks among them, give the same records for the same
-/// requests in both isolation modes.
-@Suite("Swift and Rust examples agree", .ownThreads, .serialized)
-struct PluginParityTests {
-    @Test("Examples/swift-plugin and Examples/rust-plugin answer requests.txt with the same records",
-          .enabled(if: cargoTestsRun, Comment(rawValue: cargoMissing)), .scaledTimeLimit(minutes: 20))
-    func sameRecords() throws {
-        let scratch = try Scratch()
-        let rust = try RustExample.build(in: scratch, cargo: try requireCargo())
-        let swift = try SwiftPluginPackageTests.buildExample(in: scratch)
-        let requests = try RustExample.lines("Examples/swift-plugin/requests.txt")
-        let rustRequests = try RustExample.lines("Examples/rust-plugin/requests.txt")
-        #expect(Array(rustRequests.prefix(requests.count)) == requests,
-                "Examples/rust-plugin/requests.txt starts with Examples/swift-plugin's")
-        for isolation in ["none", "process"] {
-            let fromSwift = try xcallback(["run", "-k", "--isolation", isolation, "--plugins", swift], lines: requests)
-            let fromRust = try xcallback(["run", "-k", "--isolation", isolation, "--plugins", rust], lines: requests)
-            #expect(fromSwift.status == .exited(0), "Swift, \(isolation): \(fromSwift.stderr)")
-            #expect(fromRust.status == .exited(0), "Rust, \(isolation): \(fromRust.stderr)")
-            #expect(fromSwift.lines.count == requests.count, "Swift, \(isolation): \(fromSwift.stdout)")
-            for (index, request) in requests.enumerated() {
-                let swiftRecord = index < fromSwift.lines.count ? fromSwift.lines[index] : "(none)"
-                let rustRecord = index < fromRust.lines.count ? fromRust.lines[index] : "(none)"
-                #expect(swiftRecord == rustRecord, "\(isolation): \(request)\n  Swift: \(swiftRecord)\n  Rust:  \(rustRecord)")
-            }
-        }
-    }
-}

@@ -4,8 +4,9 @@ import XCallbackPluginKit
 /// greeter://people/:name                                ->  the same, the name from the path
 /// greeter://x-callback-url/whoami                       ->  success?route=…&numbered=yes&attempt=1
 ///
-/// Examples/rust-plugin has the same routes and answers requests.txt with
-/// the same records (Tests/EndToEndTests/PluginParityTests.swift).
+/// Examples/rust-plugin and Examples/c-plugin/greeter.c have the same routes
+/// and answer requests.txt with the same records
+/// (Tests/EndToEndTests/PluginParityTests.swift).
 let greeter = Plugin(
     name: "greeter", version: "1.0.0",
     summary: "Greets people: greeter://x-callback-url/greet?name="
