@@ -4,14 +4,15 @@ import Logging
 import PostgresNIO
 
 /// One connection to the queue's database that opens itself again after it
-/// is lost, with back-off (50 ms doubling to 5 s). Each of a host's loops
-/// has its own, so a slow claim never delays a heartbeat.
+/// is lost, with back-off (`FailureStreak`: 50 ms doubling to 5 s, until a
+/// statement works again). Each of a host's loops has its own, so a slow
+/// claim never delays a heartbeat.
 actor QueueConnection {
     let location: QueueLocation
     let role: String
     private let logger: Logger
     private var connection: PostgresConnection?
-    private var failures = 0
+    private var failures = FailureStreak()
     private static let ids = Mutex<Int>(0)
 
     /// The server's own `statement_timeout` for this connection, shorter than
@@ -31,11 +32,16 @@ actor QueueConnection {
         if let connection, !connection.isClosed { return connection }
         let opened = try await Self.connect(location, role: role, statementTimeout: serverStatementTimeout, logger: logger)
         connection = opened
-        if failures > 0 {
-            logger.notice("queue: \(role) connection to \(location) is back after \(failures) failed attempt(s)")
-        }
-        failures = 0
         return opened
+    }
+
+    /// The work this connection is for went through (a claim, a record, a
+    /// heartbeat: not merely a read beside a write that fails): a run of
+    /// failures is over, and said to be, at the level its first failure
+    /// was logged at.
+    func succeeded() {
+        guard let streak = failures.succeeded() else { return }
+        logger.warning("queue: \(role) connection to \(location) works again after \(streak.count) failed attempt(s) over \(streak.duration.spoken)")
     }
 
     /// Runs `body` on the connection, opening it again and retrying after a
@@ -48,7 +54,9 @@ actor QueueConnection {
         while true {
             try Task.checkCancellation()
             do {
-                return try await run(until: deadline, body)
+                let result = try await run(until: deadline, body)
+                succeeded()
+                return result
             } catch {
                 if Task.isCancelled { throw CancellationError() }
                 if let deadline, ContinuousClock.now >= deadline { throw error }
@@ -76,20 +84,31 @@ actor QueueConnection {
     /// How long a statement may go unanswered before its connection is given up.
     static let statementTimeout: Duration = .seconds(5)
 
-    /// Closes a broken connection, logs, and waits out the back-off (never
-    /// past `deadline`).
+    /// Counts a failure (a lost connection, a failed connect, or a
+    /// statement that failed on a working connection: a full disk backs
+    /// off like a server that is down), closes the connection, logs the
+    /// first failure of a run and then its repeats at a slowing rate, and
+    /// waits out the back-off (never past `deadline`).
     func failed(_ what: String, _ error: any Error, until deadline: ContinuousClock.Instant? = nil) async {
-        failures += 1
-        let message = QueueError.describe(error)
-        if failures == 1 {
-            logger.warning("queue: \(what) failed: \(message); reconnecting to \(location)")
-        } else {
-            logger.debug("queue: \(what) failed again (\(failures)): \(message)")
-        }
-        await close()
-        var delay = Duration.milliseconds(min(5_000, 50 << min(failures - 1, 7)))
+        var delay = await note(what, error)
         if let deadline { delay = min(delay, max(.zero, deadline - .now)) }
         try? await Task.sleep(for: delay)
+    }
+
+    /// `failed` without the wait: counts, logs (the first failure only if
+    /// `logFirst`), closes; returns the back-off.
+    private func note(_ what: String, _ error: any Error, logFirst: Bool = true) async -> Duration {
+        let message = QueueError.describe(error)
+        switch failures.failed() {
+        case .first:
+            if logFirst { logger.warning("queue: \(what) failed: \(message); reconnecting to \(location), with back-off") }
+        case .repeated(let count, let duration):
+            logger.warning("queue: \(what) still failing: \(count) failed attempt(s) over \(duration.spoken), retrying every \(FailureStreak.longestDelay.spoken) at most; the last: \(message)")
+        case .quiet:
+            logger.debug("queue: \(what) failed again (\(failures.count)): \(message)")
+        }
+        await close()
+        return failures.delay
     }
 
     /// Closes the connection; a server that does not answer the goodbye

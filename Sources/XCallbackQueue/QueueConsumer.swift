@@ -224,6 +224,7 @@ public final class QueueConsumer: Sendable {
                     try await registerAgain(replacing: host)
                     continue
                 }
+                await claimConnection.succeeded()
                 hand(claim.requests)
                 suspectsWaiting = claim.suspectsWaiting
                 if alone {
@@ -298,6 +299,7 @@ public final class QueueConsumer: Sendable {
             do {
                 let connection = try await listenConnection.open()
                 try await connection.listen(on: store.channel) { notifications in
+                    await listenConnection.succeeded()
                     for try await _ in notifications { wake.yield() }
                 }
             } catch {
@@ -373,6 +375,7 @@ public final class QueueConsumer: Sendable {
                     }
                     if pruned > 0 { logger.info("queue: pruned \(pruned) outcome(s) past the retention") }
                 }
+                await controlConnection.succeeded()
             } catch {
                 if Task.isCancelled { return }
                 await controlConnection.failed("heartbeat", error)
@@ -421,6 +424,7 @@ public final class QueueConsumer: Sendable {
                         }
                         return recorded
                     }
+                    await recordConnection.succeeded()
                     break
                 } catch {
                     if pastDeadline() {

@@ -1,0 +1,84 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// docs/queue.md, "What happens when something fails": a database that
+/// fails every statement is backed off from and logged a bounded number of
+/// times; a database that cannot be reached is said in words a person can
+/// act on; `--wait-for-database` starts a host before its database.
+@Suite("Queue: failures, back-off and messages", .ownThreads,
+       .enabled(if: TestPostgres.shouldRun, "\(TestPostgres.unavailableReason ?? "")"), .scaledTimeLimit(minutes: 3))
+struct QueueFailureTests {
+    /// Makes every write to the queue's tables fail as a full disk does
+    /// (SQLSTATE 53100) while `public.disk.failing` is true: reads work,
+    /// connections open, every claim, heartbeat and record fails.
+    static func installDiskFull(_ queue: String) throws {
+        try TestPostgres.psql(queue, """
+            CREATE TABLE public.disk (failing boolean NOT NULL);
+            INSERT INTO public.disk VALUES (false);
+            CREATE FUNCTION public.disk_full() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                IF (SELECT failing FROM public.disk) THEN
+                    RAISE EXCEPTION 'could not extend file "base/1/2": No space left on device' USING ERRCODE = 'disk_full';
+                END IF;
+                RETURN NULL;
+            END $$;
+            CREATE TRIGGER disk_full BEFORE INSERT OR UPDATE OR DELETE ON xcallback.requests
+                FOR EACH STATEMENT EXECUTE FUNCTION public.disk_full();
+            CREATE TRIGGER disk_full BEFORE INSERT OR UPDATE OR DELETE ON xcallback.hosts
+                FOR EACH STATEMENT EXECUTE FUNCTION public.disk_full();
+            CREATE TRIGGER disk_full BEFORE INSERT OR UPDATE OR DELETE ON xcallback.outcomes
+                FOR EACH STATEMENT EXECUTE FUNCTION public.disk_full();
+            """)
+    }
+
+    /// Log lines about failing queue statements.
+    static func failureLines(_ stderr: String) -> [String] {
+        stderr.split(separator: "\n").map(String.init).filter { $0.contains("queue: ") && ($0.contains(" failed: ") || $0.contains("still failing")) }
+    }
+
+    @Test("every statement failing (a full disk, 53100): the host backs off, says so a bounded number of times with a count, and says when it works again, at the default log level")
+    func everyStatementFailing() async throws {
+        let queue = try await offCooperativePool { try TestPostgres.initializedDatabase() }
+        try await offCooperativePool { try Self.installDiskFull(queue) }
+        let fixture = try HostFixture()
+        // The default log level: what an operator sees without asking.
+        let host = try fixture.start(["--queue", queue, "--lease", "2"], stdin: .null)
+        defer { host.send(signal: SIGKILL) }
+        let first = try await offCooperativePool { try QueueTests.enqueue(queue, QueueTests.additions(1)) }
+        try #require(first.status == .exited(0), "\(first.stderr)")
+        try #require(await host.awaitStdoutLines(1, timeout: TestTiming.scaled(30)), "the host never consumed: \(host.stderr)")
+
+        _ = try await offCooperativePool { try TestPostgres.psql(queue, "UPDATE public.disk SET failing = true") }
+        let failingSince = Date()
+        // The first report of the repeats comes 10 s into the run of failures.
+        let counted = await offCooperativePool {
+            host.waitForStderr(containing: "still failing", timeout: TestTiming.scaled(40))
+        }
+        #expect(counted, "no count of the repeated failures: \(host.stderr)")
+        _ = try await offCooperativePool { try TestPostgres.psql(queue, "UPDATE public.disk SET failing = false") }
+        let failingFor = Date().timeIntervalSince(failingSince)
+
+        let second = try await offCooperativePool { try QueueTests.enqueue(queue, QueueTests.additions(1, from: 1)) }
+        #expect(second.status == .exited(0), "\(second.stderr)")
+        #expect(await host.awaitStdoutLines(2, timeout: TestTiming.scaled(30)), "no record after the disk came back: \(host.stderr)")
+        let recovered = await offCooperativePool { host.waitForStderr(containing: "works again after", timeout: TestTiming.scaled(10)) }
+        #expect(recovered, "recovery not logged at the default level: \(host.stderr)")
+
+        let lines = Self.failureLines(host.stderr)
+        // Claim, heartbeat and record connections: each says its first
+        // failure, then a count after 10 s, 30 s, 70 s … Before, each
+        // reconnect reset the back-off: about 50 lines a second.
+        let bound = 3 * (2 + Int(log2(max(failingFor, 10) / 10)))
+        print("every statement failing for \(String(format: "%.1f", failingFor)) s: \(lines.count) failure line(s) (bound \(bound))")
+        #expect(lines.count <= bound, "\(lines.count) failure lines in \(failingFor) s: \(host.stderr)")
+        #expect(lines.contains { $0.contains("53100") }, "\(host.stderr)")
+        #expect(host.stderr.contains(" failed attempt(s) over "), "\(host.stderr)")
+
+        let (status, _) = await host.stopAndTimeExit(signal: SIGTERM, timeout: TestTiming.scaled(30))
+        #expect(status == .exited(0), "\(host.stderr)")
+    }
+}
