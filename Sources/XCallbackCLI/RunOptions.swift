@@ -35,6 +35,10 @@ package struct RunQueueOptions: ParsableArguments {
             help: ArgumentHelp("With --queue: at a stop, seconds (after the grace period) the host keeps trying to record outcomes and leave the queue when the database does not answer; then it gives up, saying on what, and exits.", valueName: "seconds"))
     var databaseStopTimeout: Double = 30
 
+    @Option(name: .customLong("wait-for-database"),
+            help: ArgumentHelp("With --queue: at start, keep trying (with back-off) a database that cannot be reached yet for up to this many seconds before giving up (default 0: at once).", valueName: "seconds"))
+    var waitForDatabase: Double = 0
+
     package static let defaultRetention: Double = 7 * 86_400
 
     package init() {}
@@ -44,6 +48,7 @@ package struct RunQueueOptions: ParsableArguments {
         if batchSize < 1 { throw ValidationError("--batch-size must be at least 1") }
         if !(retention > 0) { throw ValidationError("--retention must be a positive number of seconds") }
         if !(databaseStopTimeout >= 0) { throw ValidationError("--database-stop-timeout must be a number of seconds, 0 or more") }
+        if !(waitForDatabase >= 0) { throw ValidationError("--wait-for-database must be a number of seconds, 0 or more") }
     }
 }
 
@@ -156,6 +161,7 @@ extension RunCommand {
     package var batchSize: Int { queueOptions.batchSize }
     package var retention: Double { queueOptions.retention }
     package var databaseStopTimeout: Double { queueOptions.databaseStopTimeout }
+    package var waitForDatabase: Double { queueOptions.waitForDatabase }
     var socket: String? { input.socket }
     var isolation: IsolationArgument { workers.isolation }
     var restartLimit: Int { workers.restartLimit }

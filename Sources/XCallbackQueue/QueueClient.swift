@@ -14,26 +14,42 @@ public final class QueueClient: Sendable {
     let store: QueueStore
     let logger: Logger
     private let connection: QueueConnection
+    /// How long to keep trying a database that cannot be reached yet,
+    /// whenever a connection is opened; zero gives up at once.
+    let waitForDatabase: Duration
+    /// Ends such a wait early (SIGTERM to `outcomes --follow`).
+    let stopped: @Sendable () -> Bool
 
-    public init(location: QueueLocation, logger: Logger) {
+    public init(location: QueueLocation, logger: Logger, waitForDatabase: Duration = .zero,
+                stopped: @escaping @Sendable () -> Bool = { false }) {
         self.location = location
         self.logger = logger
+        self.waitForDatabase = waitForDatabase
+        self.stopped = stopped
         self.store = QueueStore(schema: location.schema, logger: logger)
         self.connection = QueueConnection(location: location, role: "client", logger: logger)
     }
 
-    /// Runs `body` on an open connection; a failure says what and where.
+    /// Runs `body` on an open connection, waiting for the database first
+    /// if asked to; a failure says what and where.
     private func use<T: Sendable>(checkSchema: Bool = true,
                                   _ body: @escaping @Sendable (PostgresConnection) async throws -> T) throws(QueueError) -> T {
         do {
-            return try Blocking.run { [connection, location, logger] in
-                try await connection.run(timeout: .seconds(600)) { connection in
+            return try Blocking.run { [connection, location, logger, waitForDatabase, stopped] in
+                if waitForDatabase > .zero {
+                    guard try await connection.open(waitingUntil: .now + waitForDatabase, stopped: stopped) else {
+                        throw QueueError("stopped while waiting for the database")
+                    }
+                }
+                return try await connection.run(timeout: .seconds(600)) { connection in
                     if checkSchema { try await QueueSchema.check(connection, location: location, logger: logger) }
                     return try await body(connection)
                 }
             }
         } catch let error as QueueError {
             throw error
+        } catch let failure as ConnectFailure {
+            throw QueueError(failure.description)
         } catch {
             throw QueueError("queue at \(location): \(QueueError.describe(error))")
         }

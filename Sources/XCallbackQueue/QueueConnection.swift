@@ -27,10 +27,18 @@ actor QueueConnection {
         self.logger = logger
     }
 
-    /// The open connection, opening it if needed (once: throws if that fails).
+    /// The open connection, opening it if needed (once: throws a
+    /// `ConnectFailure` if that fails).
     func open() async throws -> PostgresConnection {
         if let connection, !connection.isClosed { return connection }
-        let opened = try await Self.connect(location, role: role, statementTimeout: serverStatementTimeout, logger: logger)
+        let opened: PostgresConnection
+        do {
+            opened = try await Self.connect(location, role: role, statementTimeout: serverStatementTimeout, logger: logger)
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            throw ConnectFailure(location: location, underlying: error)
+        }
         connection = opened
         return opened
     }
@@ -109,6 +117,36 @@ actor QueueConnection {
         }
         await close()
         return failures.delay
+    }
+
+    /// Opens the connection, trying again with back-off while the server
+    /// is not there yet (a `ConnectFailure` that `mayPass`), until
+    /// `deadline`; then, or at any other failure, throws it. Returns false,
+    /// not connected, once `stopped` says so (checked every 100 ms).
+    func open(waitingUntil deadline: ContinuousClock.Instant, stopped: @escaping @Sendable () -> Bool) async throws -> Bool {
+        let start = ContinuousClock.now
+        while true {
+            if stopped() { return false }
+            do {
+                _ = try await open()
+                succeeded()
+                return true
+            } catch var failure as ConnectFailure where failure.mayPass && ContinuousClock.now >= deadline && failures.count > 0 {
+                failure.waited = .now - start
+                throw failure
+            } catch let failure as ConnectFailure where failure.mayPass && ContinuousClock.now < deadline {
+                if failures.count == 0 {
+                    var trying = failure
+                    trying.waited = .zero
+                    logger.warning("queue: waiting up to \((deadline - .now).spoken) for the database: \(trying)")
+                }
+                let delay = await note("connecting", failure, logFirst: false)
+                let end = min(ContinuousClock.now + delay, deadline)
+                while ContinuousClock.now < end && !stopped() {
+                    try? await Task.sleep(for: min(.milliseconds(100), end - .now))
+                }
+            }
+        }
     }
 
     /// Closes the connection; a server that does not answer the goodbye

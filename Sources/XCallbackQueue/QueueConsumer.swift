@@ -26,6 +26,9 @@ public struct QueueConsumerOptions: Sendable {
     /// database cannot be reached; after that their leases run out and
     /// other hosts run them again.
     public var shutdownRecordingLimit: Duration = .seconds(30)
+    /// At start, how long to keep trying (with back-off) a database that
+    /// cannot be reached yet; zero gives up at the first failure.
+    public var waitForDatabase: Duration = .zero
 
     public init() {}
 }
@@ -103,10 +106,22 @@ public final class QueueConsumer: Sendable {
     public var fencedCount: Int { counters.withLock { $0.fenced } }
 
     /// Connects, checks the schema and registers (a database that cannot be
-    /// reached is an error here, not a retry loop), then consumes until
-    /// `stop()`; returns once every started request is recorded.
+    /// reached is an error here, after `waitForDatabase`, not a retry
+    /// loop), then consumes until `stop()`; returns once every started
+    /// request is recorded, or at once if stopped while waiting.
     public func run() throws(QueueError) {
         do {
+            if options.waitForDatabase > .zero {
+                let deadline = ContinuousClock.now + options.waitForDatabase
+                let reached = try Blocking.run { [self] in
+                    try await claimConnection.open(waitingUntil: deadline) { [self] in isStopping }
+                }
+                if !reached {
+                    logger.notice("queue: stopped while waiting for the database")
+                    _ = try? Blocking.run { [claimConnection] in await claimConnection.close() }
+                    return
+                }
+            }
             let (store, name, lease, location, logger) = (store, name, options.lease, location, logger)
             let id = try Blocking.run { [claimConnection] in
                 try await claimConnection.run { connection in
@@ -115,6 +130,8 @@ public final class QueueConsumer: Sendable {
                 }
             }
             hostID.store(id, ordering: .releasing)
+        } catch let failure as ConnectFailure {
+            throw QueueError("cannot use the queue: \(failure)")
         } catch {
             throw QueueError("cannot use the queue at \(location): \(QueueError.describe(error))")
         }

@@ -12,6 +12,7 @@ public struct QueueError: Error, Sendable, CustomStringConvertible {
     /// when the server spoke, else what broke the connection.
     static func describe(_ error: any Error) -> String {
         if let error = error as? QueueError { return error.message }
+        if let error = error as? ConnectFailure { return error.description }
         if let error = error as? PostgresTransactionError {
             if let inner = error.closureError ?? error.commitError ?? error.beginError { return describe(inner) }
         }
@@ -39,6 +40,7 @@ public struct QueueError: Error, Sendable, CustomStringConvertible {
     /// about the connection: then it may have committed or not, and the
     /// caller checks before doing it again.
     static func isConnectionLoss(_ error: any Error) -> Bool {
+        if error is ConnectFailure { return true }
         if let error = error as? PostgresTransactionError {
             if let inner = error.closureError ?? error.commitError ?? error.beginError { return isConnectionLoss(inner) }
         }

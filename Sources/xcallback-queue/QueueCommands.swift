@@ -24,26 +24,40 @@ struct QueueCommand: ParsableCommand {
                       QueueRetryCommand.self, QueuePruneCommand.self])
 }
 
-/// The queue argument and options every queue command shares.
+/// The queue argument and options every `queue` subcommand shares.
 struct QueueOptions: ParsableArguments {
     @Argument(help: ArgumentHelp("The queue's database: a postgresql:// URL (empty: PG* variables and defaults).", valueName: "queue"))
     var queue: String
 
+    @OptionGroup var connecting: QueueConnectOptions
+
+    func client() throws -> QueueClient { try connecting.client(queue) }
+}
+
+/// How every queue command connects and logs: `queue …`, `enqueue`, `outcomes`.
+struct QueueConnectOptions: ParsableArguments {
     @Option(name: .customLong("log-level"), help: "stderr diagnostics: trace, debug, info, notice, warning, error, critical.",
             completion: .list(Logger.Level.allCases.map(\.rawValue)))
     var logLevel: String = "warning"
+
+    @Option(name: .customLong("wait-for-database"),
+            help: ArgumentHelp("Keep trying, with back-off, a database that cannot be reached yet for up to this many seconds before giving up (default 0: at once).", valueName: "seconds"))
+    var waitForDatabase: Double = 0
 
     func validate() throws {
         if Logger.Level(rawValue: logLevel) == nil {
             let levels = Logger.Level.allCases.map { "'\($0.rawValue)'" }.joined(separator: ", ")
             throw ValidationError("The value '\(logLevel)' is invalid for '--log-level <log-level>'. Please provide one of \(levels).")
         }
+        if !(waitForDatabase >= 0) { throw ValidationError("--wait-for-database must be a number of seconds, 0 or more") }
     }
 
-    func client() throws -> QueueClient {
+    /// Sets up stderr diagnostics and a client of `queue`; `stopped` ends a wait for the database.
+    func client(_ queue: String, stopped: @escaping @Sendable () -> Bool = { false }) throws -> QueueClient {
         Diagnostics.bootstrap(level: Logger.Level(rawValue: logLevel) ?? .warning)
         do {
-            return QueueClient(location: try QueueLocation(parsing: queue), logger: Diagnostics.logger)
+            return QueueClient(location: try QueueLocation(parsing: queue), logger: Diagnostics.logger,
+                               waitForDatabase: .milliseconds(Int64(waitForDatabase * 1000)), stopped: stopped)
         } catch {
             throw Failure.exit(error.message)
         }
@@ -200,15 +214,14 @@ struct EnqueueCommand: ParsableCommand {
     @Argument(help: ArgumentHelp("Files of request lines (default: stdin; - is stdin).", valueName: "file"))
     var files: [String] = []
 
+    @OptionGroup var connecting: QueueConnectOptions
+
     func validate() throws {
         if maxAttempts < 1 { throw ValidationError("--max-attempts must be at least 1") }
     }
 
     func run() throws {
-        Diagnostics.bootstrap(level: .warning)
-        let location: QueueLocation
-        do { location = try QueueLocation(parsing: queue) } catch { throw Failure.exit(error.message) }
-        let client = QueueClient(location: location, logger: Diagnostics.logger)
+        let client = try connecting.client(queue)
         defer { client.close() }
         let limits = ParseLimits(maxLineBytes: maxLineBytes)
         var rejected = 0
@@ -368,8 +381,9 @@ struct OutcomesCommand: ParsableCommand {
     @Option(help: "Record format: url or jsonl.")
     var output: OutputFormatArgument = .url
 
+    @OptionGroup var connecting: QueueConnectOptions
+
     func run() throws {
-        Diagnostics.bootstrap(level: .warning)
         signal(SIGPIPE, SIG_IGN)
         // Following ends on SIGINT or SIGTERM as `run` does: a requested
         // stop, so exit 0 after SIGTERM (130 after SIGINT), not death by it.
@@ -378,13 +392,16 @@ struct OutcomesCommand: ParsableCommand {
             SignalWaiter.blockHostSignals().start(
                 onStop: { stopped.store(true, ordering: .releasing) }, onReload: {}, onReport: {})
         }
-        let location: QueueLocation
-        do { location = try QueueLocation(parsing: queue) } catch { throw Failure.exit(error.message) }
-        let client = QueueClient(location: location, logger: Diagnostics.logger)
+        let client = try connecting.client(queue) { stopped.load(ordering: .acquiring) }
         defer { client.close() }
         var cursor = OutcomeCursor.start
         if let since {
-            cursor = try queueOperation { () throws(QueueError) in try client.cursor(after: since) }
+            do {
+                cursor = try client.cursor(after: since)
+            } catch {
+                if stopped.load(ordering: .acquiring) { return }
+                throw Failure.exit(error.message)
+            }
         }
         let format = output.value
         var reader = OutcomeReader(client: client, after: cursor)
@@ -399,6 +416,8 @@ struct OutcomesCommand: ParsableCommand {
             } catch is ReaderGone {
                 readerGone = true
             } catch let error as QueueError {
+                // A stop while waiting for the database is a stop, not a failure.
+                if stopped.load(ordering: .acquiring) { return }
                 throw Failure.exit(error.message)
             }
             if readerGone || !follow { return }  // a closed stdout ends it quietly

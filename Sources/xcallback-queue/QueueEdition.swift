@@ -27,6 +27,7 @@ enum QueueEdition: CLIEdition {
         options.maxInFlight = max(run.batchSize * 8, 1_024)
         options.retention = .milliseconds(Int64(run.retention * 1000))
         options.shutdownRecordingLimit = .milliseconds(Int64(run.databaseStopTimeout * 1000))
+        options.waitForDatabase = .milliseconds(Int64(run.waitForDatabase * 1000))
         let consumer = QueueConsumer(location: location, options: options, host: host, format: run.output.value,
                                      output: records, logger: Diagnostics.logger)
         signals.start(

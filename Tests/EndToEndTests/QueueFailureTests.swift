@@ -81,4 +81,91 @@ struct QueueFailureTests {
         let (status, _) = await host.stopAndTimeExit(signal: SIGTERM, timeout: TestTiming.scaled(30))
         #expect(status == .exited(0), "\(host.stderr)")
     }
+
+    @Test("no server where the URL points: the message names the socket path or host and port, the user and the database, and what to check")
+    func unreachableSaysWhatWasTried() throws {
+        let fixture = try HostFixture()
+        let folder = "\(fixture.scratch.path)/no-such-folder"
+        let overSocket = try xcallback(fixture.runPrefix + ["--queue", "postgresql://someone@/nowhere?host=\(folder)"], timeout: 30)
+        #expect(overSocket.status == .exited(1))
+        #expect(overSocket.stderr.contains("cannot connect to PostgreSQL on the Unix socket \(folder)/.s.PGSQL.5432 as user someone, database nowhere: no such socket file"),
+                "\(overSocket.stderr)")
+        #expect(overSocket.stderr.contains("Check that the server is running"), "\(overSocket.stderr)")
+
+        let overTCP = try xcallback(["queue", "status", "postgresql://someone@127.0.0.1:1/nowhere"], timeout: 30)
+        #expect(overTCP.status == .exited(1))
+        #expect(overTCP.stderr.contains("cannot connect to PostgreSQL on host 127.0.0.1, port 1, as user someone, database nowhere: the connection was refused"),
+                "\(overTCP.stderr)")
+        #expect(overTCP.stderr.contains("listen_addresses"), "\(overTCP.stderr)")
+        for text in [overSocket.stderr, overTCP.stderr] {
+            #expect(!text.contains("errno") && !text.contains("SingleConnectionFailure") && !text.contains("descriptor:"), "\(text)")
+        }
+    }
+
+    @Test("--wait-for-database SECONDS with no server: it keeps trying that long, then exits 1 with the same message; SIGTERM ends the wait, exit 0")
+    func waitGivesUp() async throws {
+        let fixture = try HostFixture()
+        let url = "postgresql://someone@/nowhere?host=\(fixture.scratch.path)/no-such-folder"
+        let started = Date()
+        let waited = try await offCooperativePool {
+            try xcallback(fixture.runPrefix + ["--queue", url, "--wait-for-database", "2"], timeout: TestTiming.scaled(60))
+        }
+        let seconds = Date().timeIntervalSince(started)
+        #expect(waited.status == .exited(1), "\(waited.stderr)")
+        #expect(seconds >= 2, "gave up after \(seconds) s")
+        #expect(waited.stderr.contains("waiting up to"), "\(waited.stderr)")
+        #expect(waited.stderr.contains("cannot use the queue: cannot connect to PostgreSQL on the Unix socket"), "\(waited.stderr)")
+        print("--wait-for-database 2 with no server: exit 1 after \(String(format: "%.2f", seconds)) s")
+
+        let host = try fixture.start(["--queue", url, "--wait-for-database", "600"], stdin: .null)
+        defer { host.send(signal: SIGKILL) }
+        let waiting = await offCooperativePool { host.waitForStderr(containing: "waiting up to", timeout: TestTiming.scaled(30)) }
+        try #require(waiting, "\(host.stderr)")
+        let (status, stopped) = await host.stopAndTimeExit(signal: SIGTERM, timeout: TestTiming.scaled(30))
+        #expect(status == .exited(0), "\(host.stderr)")
+        #expect((stopped ?? .infinity) < TestTiming.scaled(5), "SIGTERM while waiting took \(stopped.map { "\($0) s" } ?? "too long")")
+    }
+
+    @Test("--wait-for-database: a host and queue status started before their database go on once it is up")
+    func waitForDatabase() async throws {
+        let server = try await offCooperativePool { try QueueStopTests.PrivateServer() }
+        let queue = server.url
+        let initialised = try await offCooperativePool { try xcallback(["queue", "init", queue]) }
+        try #require(initialised.status == .exited(0), "\(initialised.stderr)")
+        let enqueued = try await offCooperativePool { try QueueTests.enqueue(queue, QueueTests.additions(3)) }
+        try #require(enqueued.status == .exited(0), "\(enqueued.stderr)")
+        await offCooperativePool { server.stop() }
+
+        let fixture = try HostFixture()
+        let host = try fixture.start(["--queue", queue, "--lease", "2", "--wait-for-database", "120"], stdin: .null)
+        defer { host.send(signal: SIGKILL) }
+        let status = try ChildProcess(["queue", "status", queue, "--json", "--wait-for-database", "120"])
+        defer { status.send(signal: SIGKILL) }
+        let waiting = await offCooperativePool {
+            host.waitForStderr(containing: "waiting up to", timeout: TestTiming.scaled(30))
+                && status.waitForStderr(containing: "waiting up to", timeout: TestTiming.scaled(30))
+        }
+        try #require(waiting, "host: \(host.stderr)\nstatus: \(status.stderr)")
+        #expect(!host.hasExited, "\(host.stderr)")
+
+        try await offCooperativePool { try server.resume() }
+        #expect(await status.awaitExit(timeout: TestTiming.scaled(30)) == .exited(0), "\(status.stderr)")
+        #expect(status.stdout.contains(#""ready":"#), "\(status.stdout)")
+        #expect(await host.awaitStdoutLines(3, timeout: TestTiming.scaled(60)), "no records once the database was up: \(host.stderr)")
+        #expect(host.stderr.contains("works again after"), "\(host.stderr)")
+        let (exit, _) = await host.stopAndTimeExit(signal: SIGTERM, timeout: TestTiming.scaled(30))
+        #expect(exit == .exited(0), "\(host.stderr)")
+    }
+
+    @Test("enqueue and outcomes take --log-level like the other queue commands")
+    func logLevelEverywhere() throws {
+        let queue = try TestPostgres.initializedDatabase()
+        let enqueued = try QueueTests.enqueue(queue, QueueTests.additions(1), ["--log-level", "debug"])
+        #expect(enqueued.status == .exited(0), "\(enqueued.stderr)")
+        #expect(enqueued.lines.count == 1)
+        let outcomes = try xcallback(["outcomes", "--queue", queue, "--log-level", "error"])
+        #expect(outcomes.status == .exited(0), "\(outcomes.stderr)")
+        let bad = try xcallback(["enqueue", "--queue", queue, "--log-level", "loud"], lines: [])
+        #expect(bad.status == .exited(64), "\(bad.stderr)")
+    }
 }

@@ -22,6 +22,8 @@ struct QueueStopTests {
 
         func stop() { TestPostgres.stopCluster(in: folder) }
 
+        func resume() throws { try TestPostgres.resumeCluster(in: folder) }
+
         deinit {
             stop()
             try? FileManager.default.removeItem(atPath: folder)

@@ -84,6 +84,14 @@ enum TestPostgres {
         _ = stop?.waitForExit(timeout: 60)
     }
 
+    /// Starts again the cluster `stopCluster` stopped in `folder`, with its data.
+    static func resumeCluster(in folder: String) throws(HarnessError) {
+        let resume = try? ChildProcess([repository + "/.ci/postgres", "resume", folder], executable: "/usr/bin/env")
+        guard let resume, resume.waitForExit(timeout: 120) == .exited(0) else {
+            throw HarnessError("could not start PostgreSQL again: \(resume?.stderr ?? "")")
+        }
+    }
+
     nonisolated(unsafe) private static var folder: String?
     private static let counter = NSLock()
     nonisolated(unsafe) private static var databases = 0
