@@ -102,8 +102,10 @@ public final class QueueClient: Sendable {
         try use { [store] connection in try await store.retryDead(ids, maxAttempts: maxAttempts, on: connection) }
     }
 
-    public func prune(retention: Duration) throws(QueueError) -> Int {
-        try use { [store] connection in try await store.prune(retention: retention, on: connection) }
+    /// Deletes outcomes past `retention` in batches; `progress` hears the
+    /// running total after each batch but the last.
+    public func prune(retention: Duration, progress: (@Sendable (Int) -> Void)? = nil) throws(QueueError) -> Int {
+        try use { [store] connection in try await store.prune(retention: retention, on: connection, progress: progress) }
     }
 
     /// Waits `timeout` before `outcomes --follow` looks again.

@@ -399,7 +399,8 @@ struct QueueStore: Sendable {
     /// Deletes outcomes recorded more than `retention` ago, and their keys,
     /// `batch` rows per transaction so a prune never holds long locks.
     /// Returns how many went.
-    func prune(retention: Duration, batch: Int = 5_000, on connection: PostgresConnection) async throws -> Int {
+    func prune(retention: Duration, batch: Int = 5_000, on connection: PostgresConnection,
+               progress: (@Sendable (Int) -> Void)? = nil) async throws -> Int {
         var total = 0
         while true {
             let count = try await connection.withTransaction(logger: logger) { connection in
@@ -423,6 +424,7 @@ struct QueueStore: Sendable {
             }
             total += count
             if count < batch { return total }
+            progress?(total)
         }
     }
 }

@@ -108,7 +108,9 @@ struct QueueStatusCommand: ParsableCommand {
         let status = try queueOperation { () throws(QueueError) in try client.status() }
         let age = (status.oldestReadySeconds * 1000).rounded() / 1000
         if json {
-            print(#"{"ready":\#(status.ready),"leased":\#(status.leased),"done":\#(status.done),"dead":\#(status.dead),"oldest_ready_seconds":\#(age),"hosts":\#(status.hosts)}"#)
+            // No ready request, no age: null, as the text's "-".
+            let oldest = status.ready == 0 ? "null" : "\(age)"
+            print(#"{"ready":\#(status.ready),"leased":\#(status.leased),"done":\#(status.done),"dead":\#(status.dead),"oldest_ready_seconds":\#(oldest),"hosts":\#(status.hosts)}"#)
         } else {
             print("ready   \(status.ready)")
             print("leased  \(status.leased)")
@@ -181,7 +183,11 @@ struct QueuePruneCommand: ParsableCommand {
     func run() throws {
         let client = try options.client()
         defer { client.close() }
-        let pruned = try queueOperation { () throws(QueueError) in try client.prune(retention: .milliseconds(Int64(retention * 1000))) }
+        let progress = PruneProgress(terminal: isatty(2) != 0)
+        let pruned = try queueOperation { () throws(QueueError) in
+            try client.prune(retention: .milliseconds(Int64(retention * 1000))) { progress.deleted($0) }
+        }
+        progress.end()
         print("pruned \(pruned) outcome(s)")
     }
 }
@@ -427,5 +433,35 @@ struct OutcomesCommand: ParsableCommand {
     }
 
     private struct ReaderGone: Error {}
+}
+
+/// What `queue prune` says while it works, on stderr: on a terminal, a
+/// running count on the status line, rewritten after each batch; elsewhere
+/// (a log, a cron mail), a line every 10 s once it has taken that long, so
+/// a quick prune stays silent.
+final class PruneProgress: Sendable {
+    let terminal: Bool
+    private let last = Mutex<ContinuousClock.Instant>(.now)
+    static let interval: Duration = .seconds(10)
+
+    init(terminal: Bool) { self.terminal = terminal }
+
+    func deleted(_ total: Int) {
+        if terminal {
+            Diagnostics.console.showStatus("queue prune: \(total) outcome(s) deleted so far…")
+            return
+        }
+        let now = ContinuousClock.now
+        let due = last.withLock { last -> Bool in
+            guard now - last >= Self.interval else { return false }
+            last = now
+            return true
+        }
+        if due { Diagnostics.console.write("xcallback: queue prune: \(total) outcome(s) deleted so far\n") }
+    }
+
+    func end() {
+        if terminal { Diagnostics.console.clearStatus() }
+    }
 }
 #endif

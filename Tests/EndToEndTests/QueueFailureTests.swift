@@ -157,6 +157,19 @@ struct QueueFailureTests {
         #expect(exit == .exited(0), "\(host.stderr)")
     }
 
+    @Test("queue status on an empty queue: oldest_ready_seconds is null in JSON, - in text; a ready request gives a number")
+    func emptyQueueHasNoOldestAge() throws {
+        let queue = try TestPostgres.initializedDatabase()
+        let empty = try xcallback(["queue", "status", queue, "--json"])
+        #expect(empty.status == .exited(0), "\(empty.stderr)")
+        #expect(empty.stdout.contains(#""oldest_ready_seconds":null"#), "\(empty.stdout)")
+        let text = try xcallback(["queue", "status", queue])
+        #expect(text.stdout.contains("oldest ready  -"), "\(text.stdout)")
+        _ = try QueueTests.enqueue(queue, QueueTests.additions(1))
+        let object = try JSONSerialization.jsonObject(with: Data(try xcallback(["queue", "status", queue, "--json"]).stdout.utf8)) as? [String: Any]
+        #expect(object?["oldest_ready_seconds"] is Double, "\(String(describing: object))")
+    }
+
     @Test("enqueue and outcomes take --log-level like the other queue commands")
     func logLevelEverywhere() throws {
         let queue = try TestPostgres.initializedDatabase()
@@ -167,5 +180,33 @@ struct QueueFailureTests {
         #expect(outcomes.status == .exited(0), "\(outcomes.stderr)")
         let bad = try xcallback(["enqueue", "--queue", queue, "--log-level", "loud"], lines: [])
         #expect(bad.status == .exited(64), "\(bad.stderr)")
+    }
+
+    @Test("queue prune on a terminal shows the running count of deleted outcomes, then clears it")
+    func pruneShowsProgress() throws {
+        let script = "/usr/bin/script"
+        guard FileManager.default.isExecutableFile(atPath: script) else {
+            if ProcessInfo.processInfo.environment["CI"] != nil { Issue.record("script(1) is missing: apt-get install bsdutils") }
+            print("skipped: script(1), which gives prune a terminal, is missing (apt-get install bsdutils)")
+            return
+        }
+        let queue = try TestPostgres.initializedDatabase()
+        // 12,000 outcomes a day old: three batches of 5,000 at most.
+        try TestPostgres.psql(queue, """
+            INSERT INTO xcallback.outcomes (request_id, line, outcome, params, attempts, host, enqueued_at, recorded_at)
+            SELECT i, 'calc://x-callback-url/add?lhs=1&rhs=1', 'success', '', 1, 'test', now() - interval '1 day', now() - interval '1 day'
+            FROM generate_series(1, 12000) AS i
+            """)
+        let command = ([Products.xcallback, "queue", "prune", queue, "--retention", "60"]).map { "'\($0)'" }.joined(separator: " ")
+        let run = try ChildProcess(["-qec", command, "/dev/null"], executable: script)
+        #expect(run.waitForExit(timeout: TestTiming.scaled(60)) == .exited(0), "\(run.stdout)\(run.stderr)")
+        #expect(run.stdout.contains("queue prune: 5000 outcome(s) deleted so far"), "\(run.stdout)")
+        #expect(run.stdout.contains("queue prune: 10000 outcome(s) deleted so far"), "\(run.stdout)")
+        #expect(run.stdout.contains("\r\u{1B}[Kpruned 12000 outcome(s)"), "\(run.stdout.debugDescription)")
+        #expect(try QueueTests.status(queue)["done"] == 0)
+
+        // Not a terminal, and quick: only the result.
+        let quiet = try xcallback(["queue", "prune", queue, "--retention", "60"])
+        #expect(quiet.stdout == "pruned 0 outcome(s)\n" && quiet.stderr.isEmpty, "\(quiet.stdout)\(quiet.stderr)")
     }
 }

@@ -28,12 +28,14 @@ struct QueueTests {
         try xcallback(["enqueue", "--queue", queue] + extra, lines: lines, timeout: 60)
     }
 
+    /// `queue status --json`'s numbers (a null, the oldest ready age of an
+    /// empty queue, is left out).
     static func status(_ queue: String) throws -> [String: Double] {
         let result = try xcallback(["queue", "status", queue, "--json"])
         guard result.status == .exited(0),
-              let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Double]
+              let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
         else { throw HarnessError("queue status failed: \(result.stderr)") }
-        return object
+        return object.compactMapValues { $0 as? Double }
     }
 
     @Test("queue init creates the schema once; a second init, even at the same time as a third, changes nothing")
@@ -48,7 +50,7 @@ struct QueueTests {
         let again = try xcallback(["queue", "init", queue])
         #expect(again.status == .exited(0))
         #expect(again.stdout.contains("up to date"))
-        #expect(try Self.status(queue) == ["ready": 0, "leased": 0, "done": 0, "dead": 0, "oldest_ready_seconds": 0, "hosts": 0])
+        #expect(try Self.status(queue) == ["ready": 0, "leased": 0, "done": 0, "dead": 0, "hosts": 0])
     }
 
     @Test("a queue that was never initialised is an error that says how to create it")
