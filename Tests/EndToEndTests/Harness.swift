@@ -144,6 +144,7 @@ private final class ChildState: @unchecked Sendable {
 
     /// Waits until `predicate` holds (called under the lock), or the deadline.
     func wait(timeout: Double, until predicate: () -> Bool) -> Bool {
+        OwnThread.checkMayBlock("a wait for a child process")
         let deadline = Date(timeIntervalSinceNow: TestTiming.scaled(timeout))
         condition.lock()
         defer { condition.unlock() }
@@ -548,7 +549,7 @@ final class ChildProcess: @unchecked Sendable {
 /// and a parallel test's waits then stretch by the time they queue.
 func offCooperativePool<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
     await withCheckedContinuation { continuation in
-        Thread.detachNewThread { continuation.resume(returning: body()) }
+        OwnThread.detach { continuation.resume(returning: body()) }
     }
 }
 
@@ -687,6 +688,7 @@ struct Record: Equatable, Sendable, CustomStringConvertible {
 /// Waits until a host has the FIFO at `path` open for reading (a
 /// non-blocking open for writing then succeeds). Polls: there is no event.
 func waitForFIFOReader(_ path: String, timeout: Double = 10, host: ChildProcess? = nil) -> Bool {
+    OwnThread.checkMayBlock("waitForFIFOReader")
     let deadline = Date(timeIntervalSinceNow: TestTiming.scaled(timeout))
     while Date() < deadline {
         let descriptor = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
@@ -747,6 +749,7 @@ func unixSocket(type: Int32 = Int32(SOCK_STREAM.rawValue), boundTo path: String?
 /// Waits until a host accepts connections on the socket at `path`. Polls:
 /// there is no event. The probe connection sends nothing and closes.
 func waitForSocketListener(_ path: String, timeout: Double = 10, host: ChildProcess? = nil) -> Bool {
+    OwnThread.checkMayBlock("waitForSocketListener")
     let deadline = Date(timeIntervalSinceNow: TestTiming.scaled(timeout))
     while Date() < deadline {
         if let descriptor = connectUnixSocket(path) {
@@ -784,6 +787,7 @@ func sendOverSocket(_ path: String, lines: [String]) throws -> Int32 {
 /// Reads everything the host answers on `descriptor` until it closes
 /// (bounded by `timeout`), as lines.
 func readAnswers(_ descriptor: Int32, from path: String, timeout: Double = 10) throws -> [String] {
+    OwnThread.checkMayBlock("readAnswers")
     var received: [UInt8] = []
     var chunk = [UInt8](repeating: 0, count: 65_536)
     let deadline = Date(timeIntervalSinceNow: TestTiming.scaled(timeout))
@@ -805,6 +809,7 @@ func readAnswers(_ descriptor: Int32, from path: String, timeout: Double = 10) t
 /// a byte at a time so nothing after it is taken; what came when `timeout`
 /// passes or the connection closes.
 func readAnswerLine(_ descriptor: Int32, timeout: Double = 10) -> String {
+    OwnThread.checkMayBlock("readAnswerLine")
     var line: [UInt8] = []
     var byte: UInt8 = 0
     var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)

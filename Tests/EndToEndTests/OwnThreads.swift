@@ -6,6 +6,10 @@ import Testing
 import Glibc
 #endif
 
+// One file, linked (a symbolic link) into XCallbackHostTests/Support and
+// FFITests too: their suites that compile plug-ins, run probes or wait on
+// pipes take `.ownThreads` the same way (each test module has its own slots).
+
 /// A suite whose tests wait for processes, pipes and sockets: its tests run
 /// on threads of their own, so a test that blocks holds none of Swift
 /// Testing's cooperative threads (two on two cores), and at most
@@ -19,21 +23,35 @@ import Glibc
 /// a thread; a suite takes its slot before any of its tests starts, outside
 /// their time limits, so a test's limit covers its own work and the machine
 /// is not flooded with hosts.
-struct OwnThreadsTrait: SuiteTrait, TestScoping {
-    var isRecursive: Bool { false }
+struct OwnThreadsTrait: SuiteTrait, TestTrait, TestScoping {
+    /// Each test case of the suite gets a scope of its own (its threads).
+    var isRecursive: Bool { true }
+
+    /// The suite's scope (its slot), and each test case's (its threads).
+    func scopeProvider(for test: Test, testCase: Test.Case?) -> Self? {
+        test.isSuite || testCase != nil ? self : nil
+    }
 
     func provideScope(for test: Test, testCase: Test.Case?,
                       performing function: @Sendable () async throws -> Void) async throws {
+        if testCase != nil {
+            // Around the body itself, so it holds whatever tasks Swift
+            // Testing makes between a suite and its test cases (a preference
+            // reaches child tasks, not unstructured ones).
+            return try await withTaskExecutorPreference(ThreadPerJobExecutor.shared) {
+                // A preference takes effect when the task is next enqueued;
+                // the yield is that hop, so a synchronous body starts on an
+                // own thread whether or not the call into it hops.
+                await Task.yield()
+                try await function()
+            }
+        }
         // A suite inside one that holds a slot runs in that slot.
         guard !Self.holdsSlot else { return try await function() }
         await SuiteSlots.shared.acquire()
         defer { SuiteSlots.shared.release() }
-        // Inherited by the suite's test tasks (child tasks), so their
-        // synchronous bodies run, and block, on the executor's threads.
         try await Self.$holdsSlot.withValue(true) {
-            try await withTaskExecutorPreference(ThreadPerJobExecutor.shared) {
-                try await function()
-            }
+            try await function()
         }
     }
 
@@ -54,11 +72,54 @@ final class ThreadPerJobExecutor: TaskExecutor {
     func enqueue(_ job: consuming ExecutorJob) {
         let unowned = UnownedJob(job)
         let executor = asUnownedTaskExecutor()
-        let thread = Thread { unowned.runSynchronously(on: executor) }
+        let thread = Thread {
+            OwnThread.markCurrent()
+            unowned.runSynchronously(on: executor)
+        }
         // Tests' stacks: the harness keeps output buffers there, and some
         // plug-in fixtures recurse.
         thread.stackSize = 4 << 20
         thread.start()
+    }
+}
+
+/// The threads a test may block: those of `.ownThreads` suites and of
+/// `offCooperativePool`, and the main thread (an `atexit` handler).
+enum OwnThread {
+    /// Set (non-nil) on the threads a test may block. A thread-specific
+    /// value, not a thread name: Foundation's `Thread.current.name` reports
+    /// a dispatch worker's name on threads it started itself.
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        precondition(pthread_key_create(&key, nil) == 0, "pthread_key_create")
+        return key
+    }()
+
+    /// Marks the calling thread as one a test may block.
+    static func markCurrent() {
+        pthread_setspecific(key, UnsafeRawPointer(bitPattern: 1))
+    }
+
+    static var isCurrent: Bool { pthread_getspecific(key) != nil }
+
+    /// A thread for `body`, marked as the test's own.
+    static func detach(_ body: @escaping @Sendable () -> Void) {
+        Thread.detachNewThread {
+            markCurrent()
+            body()
+        }
+    }
+
+    /// Records an issue when the caller, about to block in a wait for a
+    /// process, a pipe or a socket, is on one of Swift Testing's cooperative
+    /// threads: a new test that forgot `.ownThreads` fails at once, with
+    /// what to do, instead of making other tests time out on a busy machine.
+    static func checkMayBlock(_ what: @autoclosure () -> String, sourceLocation: SourceLocation = #_sourceLocation) {
+        guard !Thread.isMainThread, !isCurrent else { return }
+        Issue.record("""
+            \(what()) blocks one of Swift Testing's cooperative threads (two on two cores): \
+            give the suite `.ownThreads`, or await the wait through `offCooperativePool`
+            """, sourceLocation: sourceLocation)
     }
 }
 
