@@ -9,7 +9,7 @@ import XCallbackURL
 /// library built for the test: values in range round-trip, values one past
 /// the range are `ParameterError`s (never wrapped), and small integer
 /// returns are narrowed from libffi's `ffi_arg`.
-@Suite("Argument conversion at the limits")
+@Suite("Argument conversion at the limits", .ownThreads)
 struct ArgumentLimitTests {
     private func result(_ query: String, named name: String = "result") throws -> String? {
         try TestLibrary.loaded().result("ffi://x-callback-url/" + query, named: name)

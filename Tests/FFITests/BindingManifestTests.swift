@@ -9,7 +9,7 @@ import XCallbackURL
 /// Binding manifests: the Math sample, a libc binding, discovery, the
 /// no-arbitrary-symbol rule, and every way a manifest can be refused at
 /// load time (each with a message naming the file and the problem).
-@Suite("Binding manifests")
+@Suite("Binding manifests", .ownThreads)
 struct BindingManifestTests {
     // MARK: the Math sample
 

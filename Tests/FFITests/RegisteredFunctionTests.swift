@@ -9,7 +9,7 @@ import XCallbackURL
 
 /// `register_function` (plug-in ABI 1.1): C plug-ins registering plain C
 /// functions with their declarations, including the documented example.
-@Suite("Registered typed functions")
+@Suite("Registered typed functions", .ownThreads)
 struct RegisteredFunctionTests {
     /// A plug-in exercising register_function's statuses; `status_at(i)`
     /// returns the i-th registration status, `late()` registers after

@@ -4,7 +4,7 @@ import Testing
 
 /// The layout of the ABI types as Swift imports them, and as a C compiler
 /// lays them out from the same header.
-@Suite("ABI layout")
+@Suite("ABI layout", .ownThreads)
 struct ABILayoutTests {
     private let pointer = MemoryLayout<UnsafeRawPointer>.size
 

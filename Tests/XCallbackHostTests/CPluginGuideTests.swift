@@ -8,7 +8,7 @@ import XCallbackURL
 
 /// docs/plugin-guide.md and Examples/c-plugin/hello.c: the example builds
 /// with exactly the documented command and answers as documented.
-@Suite("C plug-in author guide")
+@Suite("C plug-in author guide", .ownThreads)
 struct CPluginGuideTests {
     /// Builds hello.c once, as section 1 of the guide does: copy the example
     /// directory, then `cc -std=c11 -Wall -shared -fPIC -I<include> hello.c -o hello.so`.

@@ -11,7 +11,7 @@ import Glibc
 /// `ConnectionWriter`: a socket client that does not read never blocks the
 /// threads that append its records, only its own input (bounded), and only
 /// for the grace period once the host stops.
-@Suite("Connection writer")
+@Suite("Connection writer", .ownThreads)
 struct ConnectionWriterTests {
     /// A connected pair of Unix stream sockets: the host's end and the client's.
     final class SocketPair: @unchecked Sendable {

@@ -59,7 +59,7 @@ private func hostError(_ code: String) -> Outcome {
     .error(code: code, message: "m", domain: "xcallback")
 }
 
-@Suite("Diagnostics: outcome tally, log formats, console, progress")
+@Suite("Diagnostics: outcome tally, log formats, console, progress", .ownThreads)
 struct DiagnosticsTests {
     @Test func tallyCountsEachOutcomeAndTheCrashAndTimeoutSubsets() {
         let tally = OutcomeTally()

@@ -12,7 +12,7 @@ import Glibc
 /// `DirectoryWatcher`: the watches exist once it is made, so nothing that
 /// changes between the host's start-up scan and the watcher thread's first
 /// step is missed.
-@Suite("Directory watcher")
+@Suite("Directory watcher", .ownThreads)
 struct DirectoryWatcherTests {
     /// Counts `onChange` calls; waits for them with a bound.
     final class Changes: Sendable {

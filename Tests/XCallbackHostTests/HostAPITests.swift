@@ -10,7 +10,7 @@ import XCallbackURL
 
 /// The host API table as a C plug-in sees it: registration statuses,
 /// request accessors, completion functions and exactly-once completion.
-@Suite("Host API table")
+@Suite("Host API table", .ownThreads)
 struct HostAPITests {
     @Test func tableCarriesTheHeaderVersionAndSize() throws {
         let table = HostAPI.table.pointee
@@ -183,7 +183,7 @@ enum LaterLock {
 }
 
 /// `ReplyTable`, the exactly-once guard behind every completion function.
-@Suite("Reply tokens")
+@Suite("Reply tokens", .ownThreads)
 struct ReplyTableTests {
     private func request() -> NativeRequest {
         NativeRequest(RequestFields(url: "t://x-callback-url/t", scheme: "t", source: nil, parameters: [], arguments: []), route: "t://x-callback-url/t")

@@ -14,7 +14,7 @@ import Musl
 /// `Host.loadPlugins(requireDirectories:)` over real plug-in directories:
 /// route conflicts between plug-ins, failed registrations, duplicates and
 /// refusals, as `host.plugins` reports them.
-@Suite("Host loading")
+@Suite("Host loading", .ownThreads)
 struct HostLoadingTests {
     /// A plug-in directory (0755) holding compiled plug-ins.
     private struct PluginDirectory {

@@ -13,7 +13,7 @@ import Musl
 
 /// Files `PluginLoader.load` must refuse, each with a message that names
 /// the file and the field or the reason.
-@Suite("Loader refusals")
+@Suite("Loader refusals", .ownThreads)
 struct LoaderRejectTests {
     private func load(_ path: String) -> Result<LoadedPlugin, PluginLoadError> {
         Result { () throws(PluginLoadError) in try PluginLoader(logger: .capturing()).load(path) }

@@ -15,7 +15,7 @@ import Musl
 /// `PluginProbe.probe`, the child-process validator behind `xcallback
 /// check` and `xcallback plugins`: the child is the built `xcallback`
 /// executable running `__probe FILE`.
-@Suite("Plug-in probe (child process)")
+@Suite("Plug-in probe (child process)", .ownThreads)
 struct PluginProbeTests {
     private func probe(_ path: String, allowInsecure: Bool = false) -> PluginStatus {
         PluginProbe.probe(path, executable: Paths.xcallback, allowInsecure: allowInsecure)

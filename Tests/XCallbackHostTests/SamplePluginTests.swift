@@ -15,7 +15,7 @@ import Musl
 /// The sample plug-ins (docs/plugin-guide.md), loaded into this process with
 /// `PluginLoader` and called through the real ABI with
 /// `InProcessEndpoint.invoke(handler:request:call:)`.
-@Suite("Sample plug-ins in process")
+@Suite("Sample plug-ins in process", .ownThreads)
 struct SamplePluginTests {
     // MARK: Calculator (Swift)
 
