@@ -366,11 +366,7 @@ struct CLIConventionTests {
         #expect(again.waitForExit() == .exited(0))
         #expect(again.stdout == "-I\(folder)\n")
         #expect(FileManager.default.contents(atPath: folder + "/xcallback.h") == original)
-        guard access("/usr/bin/cc", X_OK) == 0 else {
-            #expect(ProcessInfo.processInfo.environment["CI"] == nil, "CI installs gcc")
-            print("sdk: the header's compile check skipped: no C compiler (apt-get install gcc)")
-            return
-        }
+        if Requirement.cc.skips("the compile check of Examples/c-plugin/hello.c with the sdk's header") { return }
         let plugin = TestPostgres.repository + "/Examples/c-plugin/hello.c"
         let compile = try ChildProcess(["-std=c11", "-fsyntax-only", "-I\(folder)", plugin], executable: "/usr/bin/cc")
         #expect(compile.waitForExit(timeout: 60) == .exited(0), "cc: \(compile.stderr)")
@@ -379,11 +375,7 @@ struct CLIConventionTests {
     @Test("the manual page renders with no warning from man, and names every option of run")
     func manualPage() throws {
         let page = TestPostgres.repository + "/docs/xcallback.1"
-        guard access("/usr/bin/man", X_OK) == 0 else {
-            #expect(ProcessInfo.processInfo.environment["CI"] == nil, "CI installs man-db")
-            print("manual page test skipped: man is not installed (apt-get install man-db)")
-            return
-        }
+        if Requirement.man.skips("the manual page test") { return }
         let man = try ChildProcess(["--warnings", "-l", page], executable: "/usr/bin/man",
                                    environment: ["MANWIDTH": "200", "LANG": "C.UTF-8", "PATH": "/usr/bin:/bin", "MANPAGER": "cat"])
         #expect(man.waitForExit(timeout: 60) == .exited(0))

@@ -191,8 +191,7 @@ struct HandlerTests {
     // MARK: Real desktop tools, when the machine has them
 
     @Test("real xdg-utils: xdg-mime answers with our entry, and xdg-open reaches the host",
-          .enabled(if: executableOnPath("xdg-mime") != nil && executableOnPath("xdg-open") != nil,
-                   "xdg-utils is not installed (apt install xdg-utils)"),
+          .requires(.xdgUtils),
           .scaledTimeLimit(minutes: 1))
     func realXDGUtils() throws {
         let host = try HostFixture(["Calculator"])
@@ -218,7 +217,7 @@ struct HandlerTests {
     }
 
     @Test("GLib's launcher (gio open) runs the quoted Exec line, with the mimeapps.list line we print, and reaches the host",
-          .enabled(if: executableOnPath("gio") != nil, "gio (libglib2.0-bin) is not installed"),
+          .requires(.gio),
           .scaledTimeLimit(minutes: 1))
     func gioOpen() throws {
         let host = try HostFixture(["Calculator"])

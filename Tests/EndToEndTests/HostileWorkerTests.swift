@@ -60,7 +60,7 @@ struct HostileWorkerTests {
     @Test("O_NONBLOCK on its stdout and stderr, kept full: 19,999 innocent records of 20,000, under 2>&1",
           .scaledTimeLimit(minutes: 4), arguments: [false, true])
     func nonBlockingOutput(asOtherUser: Bool) throws {
-        if asOtherUser && PeerTrustTests.other == nil { try Test.cancel(Comment(rawValue: PeerTrustTests.otherMissing ?? "")) }
+        if asOtherUser { try Requirement.otherUser.cancelIfUnmet() }
         let fixture = try Self.fixture(forOtherUser: asOtherUser)
         let shell = ["/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1", Products.xcallback] + fixture.runPrefix
         let host = try ChildProcess(asOtherUser ? PeerTrustTests.asOther(shell) : shell, executable: "/usr/bin/env", stdin: .pipe)
@@ -134,7 +134,7 @@ struct HostileWorkerTests {
     @Test("a page whose pending-bytes word is past Int.max, then a crash: 19,999 innocent records of 20,000",
           .scaledTimeLimit(minutes: 4), arguments: [false, true])
     func pendingWordPastIntMax(asOtherUser: Bool) throws {
-        if asOtherUser && PeerTrustTests.other == nil { try Test.cancel(Comment(rawValue: PeerTrustTests.otherMissing ?? "")) }
+        if asOtherUser { try Requirement.otherUser.cancelIfUnmet() }
         let fixture = try Self.fixture(forOtherUser: asOtherUser)
         let attack = "hostile://x-callback-url/page?pending=0xFFFFFFFFFFFFFFF0"
         let result = try Self.runRedirected(fixture.runPrefix, "", lines: Self.flood(around: attack), asOtherUser: asOtherUser)

@@ -5,22 +5,6 @@ import Testing
 import Glibc
 #endif
 
-/// Where a working `cargo` is: installed, and able to say its version. A
-/// rustup shim with no default toolchain is installed but cannot run
-/// ("rustup could not choose a version of cargo to run").
-let cargoPath: String? = {
-    let candidates = ["/usr/local/cargo/bin/cargo", "/usr/bin/cargo", NSHomeDirectory() + "/.cargo/bin/cargo"]
-        + (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map { $0 + "/cargo" }
-    guard let path = candidates.first(where: { access($0, X_OK) == 0 }) else { return nil }
-    guard let probe = try? ChildProcess([path, "--version"], executable: "/usr/bin/env"),
-          probe.waitForExit(timeout: 60) == .exited(0) else { return nil }
-    return path
-}()
-
-/// Why the Rust tests skip, in one line with what to do about it.
-let cargoMissing = "cargo is not installed or cannot run (`cargo --version` failed): "
-    + "the Rust binding's tests need it (rustup, then `rustup default stable`; or Debian's cargo)"
-
 /// Runs `command` in `directory`; fails the test with its output unless it exits 0.
 @discardableResult
 func runIn(_ directory: String, _ command: [String], environment: [String: String]? = nil, timeout: Double = 900,
@@ -101,7 +85,7 @@ struct NewPluginProjectTests {
         try Self.makeAndDrive("swift", build: ["swift", "build"], library: ".build/debug/libNAME.so")
     }
 
-    @Test("Rust: cargo build, check, run", .enabled(if: cargoTestsRun, Comment(rawValue: cargoMissing)),
+    @Test("Rust: cargo build, check, run", .requires(.cargo),
           .scaledTimeLimit(minutes: 10))
     func rustProject() throws {
         try Self.makeAndDrive("rust", build: [try requireCargo(), "build", "--offline"], library: "target/debug/libNAME.so")

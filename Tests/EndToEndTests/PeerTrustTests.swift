@@ -51,7 +51,7 @@ struct PeerTrustTests {
     }
 
     @Test("run --fifo refuses a FIFO another user owns; send refuses to write to it",
-          .enabled(if: other != nil, Comment(rawValue: otherMissing ?? "")))
+          .requires(.otherUser))
     func fifoOwnedByAnotherUser() throws {
         let other = try #require(Self.other)
         let fixture = try HostFixture(["Calculator"])
@@ -73,7 +73,7 @@ struct PeerTrustTests {
     }
 
     @Test("a socket connection from another user is closed unanswered, and logged",
-          .enabled(if: other != nil, Comment(rawValue: otherMissing ?? "")))
+          .requires(.otherUser))
     func socketPeerFromAnotherUser() throws {
         let fixture = try HostFixture(["Calculator"])
         // A folder the other user can enter, and a socket he may open (as
@@ -96,8 +96,8 @@ struct PeerTrustTests {
     }
 
     @Test("call refuses a socket whose listener runs as another user",
-          .enabled(if: other != nil, Comment(rawValue: otherMissing ?? "")),
-          .enabled(if: access("/usr/bin/python3", X_OK) == 0, "needs /usr/bin/python3 for the impostor"))
+          .requires(.otherUser),
+          .requires(.python3))
     func callRefusesAnotherUsersListener() throws {
         let scratch = try Scratch()
         #expect(chmod(scratch.path, 0o777) == 0)

@@ -75,12 +75,11 @@ struct PluginGuideTests {
         let guide = try String(contentsOfFile: TestPostgres.repository + "/docs/plugin-guide.md", encoding: .utf8)
         let blocks = Self.blocks(in: guide)
         #expect(blocks.count >= 9, "the guide's shell blocks were not found")
-        let underCI = ProcessInfo.processInfo.environment["CI"] != nil
         let runs = try await offCooperativePool { try Self.run(blocks) }
         for run in runs {
             let block = run.block
             if let reason = run.skipped {
-                #expect(!(underCI && block.directive.contains("needs")), "\(block): \(reason), which CI provides")
+                #expect(!(Requirement.underCI && block.directive.contains("needs")), "\(block): \(reason), which CI provides")
                 print("\(block): skipped, \(reason)")
                 continue
             }
@@ -157,13 +156,10 @@ struct PluginGuideTests {
         return runs
     }
 
-    /// Why cargo cannot build here, or nil when `cargo --version` runs.
+    /// Why cargo cannot build in the guide's environment (its PATH), or nil
+    /// when `cargo --version` runs there.
     static func cargoProblem(_ environment: [String: String]) -> String? {
-        guard let child = try? ChildProcess(["-c", "cargo --version"], executable: "/bin/sh", environment: environment)
-        else { return "cargo could not be started" }
-        guard child.waitForExit(timeout: 30) == .exited(0) else {
-            return "cargo does not run here (\(child.stderr.split(separator: "\n").first ?? "not found")); install Rust from https://rustup.rs to run this block"
-        }
-        return nil
+        Requirement.toolProblem(["/bin/sh", "-c", "cargo --version"], environment: environment)
+            .map { "\($0); \(Requirement.cargo.need)" }
     }
 }

@@ -76,10 +76,8 @@ struct PluginParityTests {
         let scratch = try Scratch()
         var examples = [("Swift", try SwiftPluginPackageTests.buildExample(in: scratch)),
                         ("C", try CExample.build(in: scratch))]
-        if cargoTestsRun {
+        if !Requirement.cargo.skips("PluginParityTests: Rust") {
             examples.append(("Rust", try RustExample.build(in: scratch, cargo: try requireCargo())))
-        } else {
-            print("PluginParityTests: Rust left out, \(cargoMissing)")
         }
         let fromFile = try RustExample.lines("Examples/swift-plugin/requests.txt")
         #expect(Array(try RustExample.lines("Examples/rust-plugin/requests.txt").prefix(fromFile.count)) == fromFile,

@@ -19,7 +19,7 @@ import Glibc
 @Suite("Durable queue under chaos", .ownThreads,
        .enabled(if: ProcessInfo.processInfo.environment["XCALLBACK_QUEUE_CHAOS_REQUESTS"] != nil,
                 "the queue's chaos test runs alone: XCALLBACK_QUEUE_CHAOS_REQUESTS=50000 swift test --filter QueueChaosTests (.ci/stress does)"),
-       .enabled(if: TestPostgres.shouldRun, "\(TestPostgres.unavailableReason ?? "")"),
+       .requires(.postgres),
        .scaledTimeLimit(minutes: 10))
 struct QueueChaosTests {
     @Test("three hosts, SIGKILLs and terminated connections: every request has exactly one recorded outcome")

@@ -10,7 +10,7 @@ import Glibc
 /// times; a database that cannot be reached is said in words a person can
 /// act on; `--wait-for-database` starts a host before its database.
 @Suite("Queue: failures, back-off and messages", .ownThreads,
-       .enabled(if: TestPostgres.shouldRun, "\(TestPostgres.unavailableReason ?? "")"), .scaledTimeLimit(minutes: 3))
+       .requires(.postgres), .scaledTimeLimit(minutes: 3))
 struct QueueFailureTests {
     /// Makes every write to the queue's tables fail as a full disk does
     /// (SQLSTATE 53100) while `public.disk.failing` is true: reads work,

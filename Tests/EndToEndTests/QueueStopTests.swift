@@ -8,7 +8,7 @@ import Glibc
 /// docs/queue.md, "What happens when": a queue host's stop is bounded
 /// whatever the database does. These stop their own PostgreSQL server, so
 /// each runs one of its own (`.ci/postgres`), not the suite's shared one.
-@Suite("Queue: a bounded stop", .ownThreads, .enabled(if: TestPostgres.shouldRun, "\(TestPostgres.unavailableReason ?? "")"),
+@Suite("Queue: a bounded stop", .ownThreads, .requires(.postgres),
        .scaledTimeLimit(minutes: 3))
 struct QueueStopTests {
     /// A PostgreSQL server of the test's own, in a temporary folder.

@@ -11,7 +11,7 @@ import Glibc
 // Serialized: its tests block a test thread for seconds each (hosts, leases
 // running out), and Swift Testing starts every test's time limit when it
 // schedules it; run side by side they starved the rest of the suite.
-@Suite("Durable queue on PostgreSQL", .ownThreads, .enabled(if: TestPostgres.shouldRun, "\(TestPostgres.unavailableReason ?? "")"),
+@Suite("Durable queue on PostgreSQL", .ownThreads, .requires(.postgres),
        .serialized, .scaledTimeLimit(minutes: 3))
 struct QueueTests {
     /// `count` Calculator additions: request i adds i and 1.

@@ -83,14 +83,10 @@ struct ReadmeTests {
 
         let environment = ["HOME": home, "XDG_RUNTIME_DIR": runtime, "LANG": "C.UTF-8",
                            "PATH": "\(shims):\(Products.directory):/usr/local/bin:/usr/bin:/bin"]
-        let underCI = ProcessInfo.processInfo.environment["CI"] != nil
         for block in blocks {
             var blockEnvironment = environment
             if block.needsPostgres {
-                guard TestPostgres.shouldRun else {
-                    print("\(block): skipped, \(TestPostgres.unavailableReason ?? "")")
-                    continue
-                }
+                if Requirement.postgres.skips("\(block)") { continue }
                 let server = try TestPostgres.serverURL()
                 try TestPostgres.psql(server, "DROP DATABASE IF EXISTS jobs WITH (FORCE)")
                 try TestPostgres.psql(server, "CREATE DATABASE jobs")
@@ -99,11 +95,11 @@ struct ReadmeTests {
             let missing = ["socat", "jq", "cc", "make"].filter { tool in
                 block.script.contains(tool + " ") && !Self.onPath(tool)
             }
-            if !missing.isEmpty {
-                #expect(!underCI, "\(block) needs \(missing.joined(separator: ", ")), which CI installs")
-                print("\(block): skipped, \(missing.joined(separator: ", ")) not installed")
-                continue
+            let packages = missing.map { $0 == "cc" ? "gcc" : $0 }.joined(separator: " ")
+            let tools = Requirement("needs \(missing.joined(separator: ", ")): apt-get install \(packages)") {
+                missing.isEmpty ? nil : "\(missing.joined(separator: ", ")) not on PATH"
             }
+            if tools.skips("\(block)") { continue }
             let scriptFile = scratch.file("block-\(block.line).sh")
             try ("cd '\(work)'\n" + block.script).write(toFile: scriptFile, atomically: true, encoding: .utf8)
             let child = try ChildProcess(["-e", "-o", "pipefail", scriptFile], executable: "/bin/bash",

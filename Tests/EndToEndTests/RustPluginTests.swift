@@ -5,14 +5,10 @@ import Testing
 import Glibc
 #endif
 
-/// Whether the Rust tests run: when cargo works, and always under CI (env
-/// `CI` set), where a missing cargo is a failure, not a skip.
-let cargoTestsRun = cargoPath != nil || ProcessInfo.processInfo.environment["CI"] != nil
-
-/// The working cargo, or a failure that says why (only reached under CI
-/// when cargo is missing: elsewhere the test is skipped with `cargoMissing`).
+/// The working cargo (tests that call it carry `.requires(.cargo)`).
 func requireCargo(sourceLocation: SourceLocation = #_sourceLocation) throws -> String {
-    try #require(cargoPath, "\(cargoMissing); CI is set, so this is a failure", sourceLocation: sourceLocation)
+    try Requirement.cargo.require(sourceLocation: sourceLocation)
+    return try #require(Requirement.cargoPath, sourceLocation: sourceLocation)
 }
 
 /// `Examples/rust-plugin`, built as an author builds it: copied out of the
@@ -53,7 +49,7 @@ enum RustExample {
 @Suite("Rust plug-in", .ownThreads)
 struct RustPluginTests {
     @Test("Examples/rust-plugin builds with the in-repo binding and answers in both isolation modes",
-          .enabled(if: cargoTestsRun, Comment(rawValue: cargoMissing)), .scaledTimeLimit(minutes: 10))
+          .requires(.cargo), .scaledTimeLimit(minutes: 10))
     func example() throws {
         let scratch = try Scratch()
         let plugins = try RustExample.build(in: scratch, cargo: try requireCargo())
@@ -89,7 +85,7 @@ struct RustPluginTests {
     /// one test command, runs them too; given `xcallback sdk --layout`, they
     /// hold `xcallback::sys` to the header field for field.
     @Test("bindings/rust/xcallback: cargo test, sys held to sdk --layout",
-          .enabled(if: cargoTestsRun, Comment(rawValue: cargoMissing)), .scaledTimeLimit(minutes: 10))
+          .requires(.cargo), .scaledTimeLimit(minutes: 10))
     func bindingUnitTests() throws {
         let scratch = try Scratch()
         let layout = try xcallback(["sdk", "--layout"])

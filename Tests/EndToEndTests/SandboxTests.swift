@@ -218,14 +218,14 @@ struct SandboxTests {
     }
 
     @Test("the same attacks, with the host run by an unprivileged user",
-          .enabled(if: PeerTrustTests.other != nil, Comment(rawValue: PeerTrustTests.otherMissing ?? "")),
+          .requires(.otherUser),
           .scaledTimeLimit(minutes: 2))
     func defaultSandboxAsAnotherUser() throws {
         try Self.runDefaultAttacks(asOtherUser: true)
     }
 
     @Test("another process of the host's user cannot write into the host's stdout or read its environment",
-          .enabled(if: PeerTrustTests.other != nil, Comment(rawValue: PeerTrustTests.otherMissing ?? "")),
+          .requires(.otherUser),
           .scaledTimeLimit(minutes: 1))
     func hostIsNotDumpable() throws {
         let session = try AttackSession(asOtherUser: true)
@@ -259,7 +259,7 @@ struct SandboxTests {
     func grantedCapabilities(asOtherUser: Bool) throws {
         // As an unprivileged user, the worker's IPC namespace comes with a
         // user namespace: it must keep the files and processes it was granted.
-        if asOtherUser && PeerTrustTests.other == nil { try Test.cancel(Comment(rawValue: PeerTrustTests.otherMissing ?? "")) }
+        if asOtherUser { try Requirement.otherUser.cancelIfUnmet() }
         let scratch = try Scratch()
         let readable = scratch.file("shared")
         let writable = scratch.file("output")
@@ -507,7 +507,7 @@ struct SandboxTests {
     /// ids it does not map (root's, another user's) as the overflow uid,
     /// which is nobody's: a manifest's library is judged before it enters.
     @Test("a host run by another user: a manifest's library is judged by its real owner",
-          .enabled(if: PeerTrustTests.other != nil, Comment(rawValue: PeerTrustTests.otherMissing ?? "")),
+          .requires(.otherUser),
           .scaledTimeLimit(minutes: 1))
     func manifestLibraryOwnerInAUserNamespace() throws {
         let scratch = try Scratch()

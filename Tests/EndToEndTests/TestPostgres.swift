@@ -13,7 +13,8 @@ import Glibc
 /// server instead.
 ///
 /// Where there is no server the tests are skipped with a message, except
-/// under CI (`CI` set), where they must run: there they fail instead.
+/// under CI (`CI` set), where they must run: there they fail instead
+/// (`.requires(.postgres)`, Requirements.swift).
 enum TestPostgres {
     static let repository: String = {
         var path = URL(fileURLWithPath: #filePath)
@@ -31,28 +32,11 @@ enum TestPostgres {
     #endif
     static let queueNotBuilt = "the durable queue is not built into this run: `swift test --traits Queue` builds it (and its database client) and runs its tests"
 
-    /// Why the tests cannot run here, or nil when they can.
-    static var unavailableReason: String? {
-        #if !Queue
-        return queueNotBuilt
-        #else
-        if ProcessInfo.processInfo.environment["XCALLBACK_TEST_POSTGRES"] != nil { return nil }
-        let versions = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
-        if versions.contains(where: { FileManager.default.isExecutableFile(atPath: "/usr/lib/postgresql/\($0)/bin/initdb") }) {
-            return nil
-        }
-        return "no PostgreSQL server here: install it (apt-get install postgresql) and the queue tests start their own in a temporary folder, or set XCALLBACK_TEST_POSTGRES to a postgresql:// URL"
-        #endif
-    }
-
-    /// Whether the queue tests run: always under CI, where a missing server is a failure.
-    static var shouldRun: Bool {
-        unavailableReason == nil || ProcessInfo.processInfo.environment["CI"] != nil
-    }
-
     private static let server: Result<String, HarnessError> = {
         if let url = ProcessInfo.processInfo.environment["XCALLBACK_TEST_POSTGRES"] { return .success(url) }
-        if let reason = unavailableReason { return .failure(HarnessError(reason)) }
+        if let problem = Requirement.postgres.problem {
+            return .failure(HarnessError("\(problem): \(Requirement.postgres.need)"))
+        }
         let started = Result { () throws(HarnessError) in try startCluster(named: "xcb-pg") }
         guard case .success(let cluster) = started else { return started.map(\.url) }
         folder = cluster.folder
