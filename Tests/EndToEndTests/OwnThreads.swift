@@ -84,7 +84,8 @@ final class ThreadPerJobExecutor: TaskExecutor {
 }
 
 /// The threads a test may block: those of `.ownThreads` suites and of
-/// `offCooperativePool`, and the main thread (an `atexit` handler).
+/// `offCooperativePool`, threads a test started itself, and the main
+/// thread (an `atexit` handler).
 enum OwnThread {
     /// Set (non-nil) on the threads a test may block. A thread-specific
     /// value, not a thread name: Foundation's `Thread.current.name` reports
@@ -115,7 +116,8 @@ enum OwnThread {
     /// threads: a new test that forgot `.ownThreads` fails at once, with
     /// what to do, instead of making other tests time out on a busy machine.
     static func checkMayBlock(_ what: @autoclosure () -> String, sourceLocation: SourceLocation = #_sourceLocation) {
-        guard !Thread.isMainThread, !isCurrent else { return }
+        // A thread with no test (one a test started itself) is not the pool's.
+        guard Test.current != nil, !Thread.isMainThread, !isCurrent else { return }
         Issue.record("""
             \(what()) blocks one of Swift Testing's cooperative threads (two on two cores): \
             give the suite `.ownThreads`, or await the wait through `offCooperativePool`
