@@ -56,16 +56,9 @@ enum CCompiler {
                               extraArguments: [String] = []) throws -> String {
         let sourcePath = try directory.write(name + ".c", source)
         let output = directory.file(name)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["cc", "-std=c11", "-Wall", "-Werror", "-shared", "-fPIC", "-I", Repository.include]
-            + extraArguments + [sourcePath, "-o", output]
-        let errors = Pipe()
-        process.standardError = errors
-        try process.run()
-        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw TestFailure("cc failed for \(name):\n\(message)") }
+        let result = try Subprocess.run("cc", ["-std=c11", "-Wall", "-Werror", "-shared", "-fPIC", "-I", Repository.include]
+            + extraArguments + [sourcePath, "-o", output], in: directory.path)
+        guard result.status == 0 else { throw TestFailure("cc failed for \(name):\n\(result.output)") }
         chmod(output, 0o755)
         return output
     }

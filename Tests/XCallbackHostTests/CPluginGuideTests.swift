@@ -60,7 +60,7 @@ struct CPluginGuideTests {
             in: directory.path)
         #expect(output.isEmpty, "cc printed:\n\(output)")
         // Only the entry points are exported.
-        let symbols = try Subprocess.run("/usr/bin/env", ["nm", "-D", "--defined-only", "hello.so"], in: directory.path)
+        let symbols = try Subprocess.run("nm", ["-D", "--defined-only", "hello.so"], in: directory.path)
         let exported = symbols.output.split(separator: "\n").compactMap { $0.split(separator: " ").last.map(String.init) }
             .filter { $0.hasPrefix("xcallback_") }
         #expect(exported.sorted() == ["xcallback_plugin_descriptor", "xcallback_plugin_register", "xcallback_plugin_shutdown"])

@@ -130,7 +130,7 @@ enum CCompiler {
     /// output when it fails, returns its (warning) output when it succeeds.
     @discardableResult
     static func run(_ arguments: [String], in directory: String) throws -> String {
-        let result = try Subprocess.run("/usr/bin/env", ["cc"] + arguments, in: directory)
+        let result = try Subprocess.run("cc", arguments, in: directory)
         guard result.status == 0 else {
             throw TestFailure("cc \(arguments.joined(separator: " ")) failed (\(result.status)):\n\(result.output)")
         }
@@ -149,29 +149,6 @@ enum CCompiler {
         try run(["-shared", "-fPIC", "-I", Paths.include] + extraFlags + [sourcePath, "-o", output], in: directory.path)
         chmod(output, 0o755)
         return output
-    }
-}
-
-/// Runs a program to completion, collecting stdout and stderr together.
-enum Subprocess {
-    struct Result {
-        var status: Int32
-        var output: String
-    }
-
-    static func run(_ executable: String, _ arguments: [String], in directory: String) throws -> Result {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.currentDirectoryURL = URL(fileURLWithPath: directory)
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Result(status: process.terminationStatus, output: String(decoding: data, as: UTF8.self))
     }
 }
 

@@ -1,0 +1,1 @@
+../XCallbackHostTests/Support/Subprocess.swift
