@@ -4,7 +4,7 @@ import Testing
 /// docs/routing-and-isolation.md: a handler may decline; the next matching route (literal,
 /// then argument, then wildcard) is tried, and NotFoundAction follows the
 /// last. Run through a real Host, dispatcher and route table.
-@Suite("Declining handlers")
+@Suite("Declining handlers", .ownThreads)
 struct DeclineTests {
     static let source = """
         #include <string.h>

@@ -5,7 +5,7 @@ import Testing
 /// process that answers before it returns goes from line to record without
 /// the general path. Every other way a handler can behave must end exactly
 /// as on the general path; these run each through a real Host.
-@Suite("Fast lane")
+@Suite("Fast lane", .ownThreads)
 struct FastLaneTests {
     static let source = """
         #include <pthread.h>
