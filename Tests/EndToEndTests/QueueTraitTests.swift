@@ -4,7 +4,7 @@ import Testing
 /// A build without the trait `Queue` (the README's `swift build`): each of
 /// the queue's commands, which `xcallback` hands to `xcallback-queue`,
 /// reaches its stub, which says how to build them instead.
-@Suite("Without the Queue trait", .enabled(if: !TestPostgres.queueBuilt, "this build has the queue"))
+@Suite("Without the Queue trait", .ownThreads, .enabled(if: !TestPostgres.queueBuilt, "this build has the queue"))
 struct QueueTraitTests {
     @Test("queue, enqueue, outcomes and run --queue say to build with --traits Queue, and exit 2")
     func stubSaysHow() throws {
