@@ -1,4 +1,5 @@
 import Testing
+import CHostSupport
 @testable import XCallbackSystem
 
 #if canImport(Glibc)
@@ -17,8 +18,8 @@ struct SharedPipeTests {
     @Test("long log lines and record batches on one full pipe: every line whole, every record once")
     func longLogLinesStayWhole() async {
         var ends: [Int32] = [-1, -1]
-        #expect(pipe(&ends) == 0)
-        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        // Close-on-exec from the start: a host another test spawns meanwhile must not hold it.
+        #expect(xcallback_pipe_cloexec(&ends) == 0)
         let (readEnd, writeEnd) = (ends[0], ends[1])
         defer { close(readEnd) }
         let console = DiagnosticConsole(descriptor: writeEnd, sharesPipeWithRecords: true)
