@@ -101,7 +101,7 @@ public final class QueueConsumer: Sendable {
     }
 
     /// Outcomes this host recorded, and outcomes it could not record
-    /// because its lease had passed to another host.
+    /// because its lease on them had run out.
     public var recordedCount: Int { counters.withLock { $0.recorded } }
     public var fencedCount: Int { counters.withLock { $0.fenced } }
 
@@ -294,8 +294,11 @@ public final class QueueConsumer: Sendable {
     private func hand(_ requests: [ClaimedRequest]) {
         // A lease already running here (taken up twice: a lost claim's answer
         // and a later look at what this host holds) runs once.
+        // One this host recorded is never run again: seeing it leased here
+        // means a reading taken before its record committed.
+        let unrecorded = written.withLock { written in requests.filter { !written.contains($0.id) } }
         let fresh = inFlight.withLock { inFlight in
-            requests.filter { request in
+            unrecorded.filter { request in
                 if let running = inFlight[request.id], running.attempt == request.attempt, running.host == request.host {
                     return false
                 }
@@ -455,9 +458,7 @@ public final class QueueConsumer: Sendable {
             }
             if abandoned { continue }
             let fenced = batch.count - recorded.count
-            if fenced > 0 {
-                logger.warning("queue: \(fenced) outcome(s) not recorded: this host's lease on them had passed to another host, which runs them again")
-            }
+            if fenced > 0 { await reportFenced(batch.filter { !recorded.contains($0.id) }) }
             counters.withLock {
                 $0.recorded += recorded.count
                 $0.fenced += fenced
@@ -470,6 +471,21 @@ public final class QueueConsumer: Sendable {
             let repeated = committed.count - fresh.count
             if repeated > 0 { logger.debug("queue: \(repeated) record(s) already written by this host, not written again") }
             deliver(fresh.map(\.record))
+        }
+    }
+
+    /// Says what became of outcomes this host could not record: where their
+    /// requests are now, not a guess.
+    private func reportFenced(_ fenced: [FinishedRequest]) async {
+        let (store, host, name) = (store, hostID.load(ordering: .acquiring), name)
+        let ids = fenced.map(\.id)
+        let found = try? await recordConnection.run { connection in
+            try await store.fenced(ids, host: host, name: name, on: connection)
+        }
+        if let found, found.count == fenced.count {
+            logger.warning("queue: \(found.description)")
+        } else {
+            logger.warning("queue: \(fenced.count) outcome(s) not recorded: this host's lease on them had run out; they run again under a new attempt number")
         }
     }
 

@@ -34,6 +34,34 @@ struct FinishedRequest: Sendable {
     var record: OutcomeRecord
 }
 
+/// Outcomes a host could not record, by where their requests were found:
+/// the lease (host, attempt) they ran under was no longer theirs.
+struct FencedRequests: Sendable, Equatable {
+    /// An outcome was recorded meanwhile (by another host, or dead).
+    var recorded = 0
+    /// Neither waiting nor recorded any more (pruned, say).
+    var gone = 0
+    /// Back in the queue, leased by no one: they run again.
+    var queued = 0
+    /// Leased again by this host, under a later attempt.
+    var here = 0
+    /// Leased by another host.
+    var elsewhere = 0
+
+    var count: Int { recorded + gone + queued + here + elsewhere }
+
+    /// One log line's worth: what happened to them, in words.
+    var description: String {
+        var parts: [String] = []
+        if elsewhere > 0 { parts.append("\(elsewhere) had passed to another host, which runs them again") }
+        if here > 0 { parts.append("\(here) were claimed again by this host, which runs them again under a new attempt number") }
+        if queued > 0 { parts.append("\(queued) went back to the queue, to run again under a new attempt number") }
+        if recorded > 0 { parts.append("\(recorded) already had an outcome") }
+        if gone > 0 { parts.append("\(gone) were no longer in the queue") }
+        return "\(count) outcome(s) not recorded: this host's lease on them had run out (\(parts.joined(separator: "; ")))"
+    }
+}
+
 /// Where `outcomes` has read up to: (recording transaction, position).
 public struct OutcomeCursor: Sendable, Equatable {
     public var transaction: String

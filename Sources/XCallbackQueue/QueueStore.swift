@@ -229,6 +229,8 @@ struct QueueStore: Sendable {
             }
         }
         claim.requests.sort { $0.id < $1.id }
+        // Run nothing the server may still roll back (see `confirmCommit`).
+        if !claim.requests.isEmpty { try await confirmCommit(on: connection) }
         return claim
     }
 
@@ -284,7 +286,51 @@ struct QueueStore: Sendable {
             """, logger: logger)
         var recorded = Set<Int64>()
         for try await id in rows.decode(Int64.self) { recorded.insert(id) }
+        // Report nothing recorded that the server may still roll back.
+        if !recorded.isEmpty { try await confirmCommit(on: connection) }
         return recorded
+    }
+
+    /// Returns once the last statement on `connection` has committed. The
+    /// server commits a statement of the extended protocol at the Sync that
+    /// follows it, after sending its rows and its CommandComplete, and
+    /// PostgresNIO hands the rows over at CommandComplete: a connection
+    /// ended between the two (`pg_terminate_backend`, a server crash) leaves
+    /// a client that saw a claim or a record the server rolled back. A claim
+    /// believed then ran under an attempt number that the next claim handed
+    /// out again; a record believed left its request leased, to be taken up
+    /// and run again under the same attempt. PostgresNIO sends the next
+    /// statement only after the server's ReadyForQuery, which comes after
+    /// the commit, so that statement's answer confirms it: one short round
+    /// trip per batch claimed or recorded.
+    private func confirmCommit(on connection: PostgresConnection) async throws {
+        try await connection.query("SELECT 1", logger: logger)
+    }
+
+    /// Where requests are whose outcome this host could not record (their
+    /// lease had moved on), for a log line that says what happened. `host`
+    /// and `name` are this host's id and name now (an earlier id of the same
+    /// process counts as this host).
+    func fenced(_ ids: [Int64], host: Int64, name: String, on connection: PostgresConnection) async throws -> FencedRequests {
+        let rows = try await connection.query("""
+            SELECT CASE WHEN o.request_id IS NOT NULL THEN 0 WHEN r.id IS NULL THEN 1 WHEN r.leased_by IS NULL THEN 2
+                        WHEN r.leased_by = \(host) OR h.name = \(name) THEN 3 ELSE 4 END
+            FROM unnest(\(ids)::int8[]) AS f(id)
+            LEFT JOIN \(unescaped: s).outcomes o ON o.request_id = f.id
+            LEFT JOIN \(unescaped: s).requests r ON r.id = f.id
+            LEFT JOIN \(unescaped: s).hosts h ON h.id = r.leased_by
+            """, logger: logger)
+        var fenced = FencedRequests()
+        for try await place in rows.decode(Int32.self) {
+            switch place {
+            case 0: fenced.recorded += 1
+            case 1: fenced.gone += 1
+            case 2: fenced.queued += 1
+            case 3: fenced.here += 1
+            default: fenced.elsewhere += 1
+            }
+        }
+        return fenced
     }
 
     /// Of `outcomes`, those already recorded by `host` at that attempt: after

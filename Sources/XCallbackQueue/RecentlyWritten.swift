@@ -17,6 +17,9 @@ struct RecentlyWritten {
         order.reserveCapacity(capacity)
     }
 
+    /// Whether `id` was written lately.
+    func contains(_ id: Int64) -> Bool { ids.contains(id) }
+
     /// Whether `id` is new; remembers it.
     mutating func insert(_ id: Int64) -> Bool {
         guard ids.insert(id).inserted else { return false }
