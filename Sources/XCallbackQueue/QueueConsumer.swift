@@ -344,6 +344,7 @@ public final class QueueConsumer: Sendable {
         let beat = options.lease / 3
         var beats = 0
         var lastPrune = ContinuousClock.now - options.pruneInterval
+        var mayPrune = true
         while !Task.isCancelled {
             try? await Task.sleep(for: beat)
             if Task.isCancelled { return }
@@ -387,13 +388,19 @@ public final class QueueConsumer: Sendable {
                         logger.warning("queue: \(dead) request(s) ran out of attempts and are dead (xcallback queue dead)")
                     }
                 }
-                if ContinuousClock.now - lastPrune >= options.pruneInterval {
+                if mayPrune && ContinuousClock.now - lastPrune >= options.pruneInterval {
                     lastPrune = .now
                     let retention = options.retention
-                    let pruned = try await controlConnection.run(timeout: .seconds(300)) { connection in
-                        try await store.prune(retention: retention, on: connection)
+                    do {
+                        let pruned = try await controlConnection.run(timeout: .seconds(300)) { connection in
+                            try await store.prune(retention: retention, on: connection)
+                        }
+                        if pruned > 0 { logger.info("queue: pruned \(pruned) outcome(s) past the retention") }
+                    } catch where QueueError.isPermissionDenied(error) {
+                        // A host role (QueueGrants) deletes no outcome.
+                        mayPrune = false
+                        logger.notice("queue: this host's database role may not delete outcomes, so it does not prune them; run xcallback queue prune as the queue's owner")
                     }
-                    if pruned > 0 { logger.info("queue: pruned \(pruned) outcome(s) past the retention") }
                 }
                 await controlConnection.succeeded()
             } catch {

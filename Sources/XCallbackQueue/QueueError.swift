@@ -36,6 +36,14 @@ public struct QueueError: Error, Sendable, CustomStringConvertible {
         return "\(error)"
     }
 
+    /// Whether the server refused for want of a privilege (SQLSTATE 42501).
+    static func isPermissionDenied(_ error: any Error) -> Bool {
+        if let error = error as? PostgresTransactionError {
+            if let inner = error.closureError ?? error.commitError ?? error.beginError { return isPermissionDenied(inner) }
+        }
+        return (error as? PSQLError)?.serverInfo?[.sqlState] == "42501"
+    }
+
     /// Whether the error says nothing about the statement itself, only
     /// about the connection: then it may have committed or not, and the
     /// caller checks before doing it again.

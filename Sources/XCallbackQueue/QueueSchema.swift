@@ -9,7 +9,7 @@ import PostgresNIO
 /// table and index.
 enum QueueSchema {
     /// The version this build reads and writes.
-    static let currentVersion = 1
+    static let currentVersion = 2
 
     /// Migration `n` (1-based) takes the schema from version n-1 to n.
     static func migrations(_ s: String) -> [[String]] {
@@ -80,6 +80,58 @@ enum QueueSchema {
                     request_id bigint NOT NULL)
                 """,
                 "CREATE INDEX request_keys_request ON \(s).request_keys (request_id)",
+            ],
+            // 2: what a host writes to `outcomes` goes through functions that
+            // check the lease first, so a host's role needs no write on
+            // `outcomes` at all (QueueGrants). Security definer, owned by the
+            // role that ran `init`, with a search_path of the catalog only:
+            // every name in them is qualified.
+            [
+                // Records outcomes and retires their requests, for the leases
+                // that are still the ones given (same host, same attempt).
+                """
+                CREATE FUNCTION \(s).record_outcomes(int8[], int4[], int8[], text[], text[], text[], text)
+                RETURNS SETOF bigint LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+                    WITH batch AS (
+                        SELECT * FROM unnest($1, $2, $3, $4, $5, $6) AS b(id, attempt, host, outcome, params, callback)),
+                    done AS (
+                        DELETE FROM \(s).requests r USING batch b
+                        WHERE r.id = b.id AND r.attempt = b.attempt AND r.leased_by = b.host
+                        RETURNING r.id, r.line, r.attempt, r.enqueued_at)
+                    INSERT INTO \(s).outcomes (request_id, line, attempts, enqueued_at, outcome, params, callback, host)
+                    SELECT d.id, d.line, d.attempt, d.enqueued_at, b.outcome, b.params, NULLIF(b.callback, ''), $7
+                    FROM done d JOIN batch b ON b.id = d.id
+                    ON CONFLICT (request_id) DO NOTHING
+                    RETURNING request_id
+                $$
+                """,
+                // Retires requests out of strikes (their host gone, `max_attempts`
+                // hosts lost running them alone) with the dead outcome the
+                // rescuing host wrote; any other request is left alone.
+                """
+                CREATE FUNCTION \(s).record_dead(int8[], text[], text[], text[], text)
+                RETURNS integer LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+                    WITH batch AS (
+                        SELECT * FROM unnest($1, $2, $3, $4) AS b(id, outcome, params, callback)),
+                    gone AS (
+                        DELETE FROM \(s).requests r USING batch b
+                        WHERE r.id = b.id AND r.leased_by IS NOT NULL
+                          AND NOT EXISTS (SELECT 1 FROM \(s).hosts h WHERE h.id = r.leased_by)
+                          AND r.strikes + r.alone::int >= r.max_attempts
+                        RETURNING r.id, r.line, r.attempt, r.enqueued_at),
+                    recorded AS (
+                        INSERT INTO \(s).outcomes
+                            (request_id, line, attempts, enqueued_at, outcome, params, callback, host, dead)
+                        SELECT g.id, g.line, g.attempt, g.enqueued_at, b.outcome, b.params, NULLIF(b.callback, ''), $5, true
+                        FROM gone g JOIN batch b ON b.id = g.id
+                        ON CONFLICT (request_id) DO NOTHING
+                        RETURNING 1)
+                    SELECT count(*)::integer FROM recorded
+                $$
+                """,
+                // Functions are everyone's to call unless revoked.
+                "REVOKE EXECUTE ON FUNCTION \(s).record_outcomes(int8[], int4[], int8[], text[], text[], text[], text) FROM PUBLIC",
+                "REVOKE EXECUTE ON FUNCTION \(s).record_dead(int8[], text[], text[], text[], text) FROM PUBLIC",
             ],
         ]
     }

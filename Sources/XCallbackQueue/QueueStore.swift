@@ -148,31 +148,29 @@ struct QueueStore: Sendable {
                 """), logger: logger)
             var returned = 0
             for try await _ in released.decode(Int64.self) { returned += 1 }
+            // The rest are out of strikes: dead, with an outcome written here
+            // and recorded by `record_dead`, which retires only such requests.
             let exhausted = try await connection.query(PostgresQuery(unsafeSQL: """
-                DELETE FROM \(s).requests WHERE \(orphaned) RETURNING id, line, strikes + alone::int, enqueued_at, attempt
+                SELECT id, line, strikes + alone::int FROM \(s).requests WHERE \(orphaned) FOR UPDATE
                 """), logger: logger)
-            var ids: [Int64] = [], lines: [String] = [], attempts: [Int32] = [], enqueued: [Date] = []
-            var outcomes: [String] = [], params: [String] = [], callbacks: [String] = []
-            for try await (id, line, strikes, enqueuedAt, attempt) in exhausted.decode((Int64, String, Int32, Date, Int32).self) {
+            var ids: [Int64] = [], outcomes: [String] = [], params: [String] = [], callbacks: [String] = []
+            for try await (id, line, strikes) in exhausted.decode((Int64, String, Int32).self) {
                 let record = DeadRequest.record(line: line, strikes: Int(strikes))
-                ids.append(id); lines.append(line); attempts.append(attempt); enqueued.append(enqueuedAt)
+                ids.append(id)
                 outcomes.append(record.outcome.kind.rawValue)
                 params.append(StoredParameters.encode(record.outcome.parameters))
                 callbacks.append(record.callback ?? "")
             }
+            var dead = 0
             if !ids.isEmpty {
-                try await connection.query("""
-                    INSERT INTO \(unescaped: s).outcomes
-                        (request_id, line, attempts, enqueued_at, outcome, params, callback, host, dead)
-                    SELECT id, line, attempts, enqueued_at, outcome, params, NULLIF(callback, ''), \(host), true
-                    FROM unnest(\(ids)::int8[], \(lines)::text[], \(attempts)::int4[], \(enqueued)::timestamptz[],
-                                \(outcomes)::text[], \(params)::text[], \(callbacks)::text[])
-                        AS t(id, line, attempts, enqueued_at, outcome, params, callback)
-                    ON CONFLICT (request_id) DO NOTHING
+                let rows = try await connection.query("""
+                    SELECT \(unescaped: s).record_dead(\(ids)::int8[], \(outcomes)::text[], \(params)::text[],
+                                                       \(callbacks)::text[], \(host))
                     """, logger: logger)
+                for try await count in rows.decode(Int32.self) { dead = Int(count) }
             }
             if returned > 0 { try await connection.query("SELECT pg_notify(\(channel), '')", logger: logger) }
-            return (returned, ids.count)
+            return (returned, dead)
         }
     }
 
@@ -269,20 +267,10 @@ struct QueueStore: Sendable {
     /// attempt). Returns the ids recorded; the others were fenced off.
     func record(_ outcomes: [FinishedRequest], host: String, on connection: PostgresConnection) async throws -> Set<Int64> {
         let rows = try await connection.query("""
-            WITH batch AS (
-                SELECT * FROM unnest(\(outcomes.map(\.id))::int8[], \(outcomes.map(\.attempt))::int4[],
-                                     \(outcomes.map(\.host))::int8[], \(outcomes.map(\.outcome))::text[],
-                                     \(outcomes.map(\.params))::text[], \(outcomes.map(\.callback))::text[])
-                    AS b(id, attempt, host, outcome, params, callback)),
-            done AS (
-                DELETE FROM \(unescaped: s).requests r USING batch b
-                WHERE r.id = b.id AND r.attempt = b.attempt AND r.leased_by = b.host
-                RETURNING r.id, r.line, r.attempt, r.enqueued_at)
-            INSERT INTO \(unescaped: s).outcomes (request_id, line, attempts, enqueued_at, outcome, params, callback, host)
-            SELECT d.id, d.line, d.attempt, d.enqueued_at, b.outcome, b.params, NULLIF(b.callback, ''), \(host)
-            FROM done d JOIN batch b ON b.id = d.id
-            ON CONFLICT (request_id) DO NOTHING
-            RETURNING request_id
+            SELECT \(unescaped: s).record_outcomes(
+                \(outcomes.map(\.id))::int8[], \(outcomes.map(\.attempt))::int4[], \(outcomes.map(\.host))::int8[],
+                \(outcomes.map(\.outcome))::text[], \(outcomes.map(\.params))::text[], \(outcomes.map(\.callback))::text[],
+                \(host))
             """, logger: logger)
         var recorded = Set<Int64>()
         for try await id in rows.decode(Int64.self) { recorded.insert(id) }

@@ -80,7 +80,20 @@ struct QueueInitCommand: ParsableCommand {
 
     @OptionGroup var options: QueueOptions
 
+    @Flag(help: ArgumentHelp(
+        "Print, instead, the SQL that creates roles for hosts, enqueuers and readers with only what each needs; run it as the owner.",
+        discussion: "The roles are SCHEMA_host, SCHEMA_enqueue and SCHEMA_reader (xcallback_host … by default); see docs/queue.md."))
+    var printGrants = false
+
     func run() throws {
+        if printGrants {
+            do {
+                print(QueueGrants.sql(schema: try QueueLocation(parsing: options.queue).schema), terminator: "")
+            } catch {
+                throw Failure.exit(error.message)
+            }
+            return
+        }
         let client = try options.client()
         defer { client.close() }
         let applied = try queueOperation { () throws(QueueError) in try client.initialize() }

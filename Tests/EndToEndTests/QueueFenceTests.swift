@@ -6,7 +6,8 @@ import Glibc
 #endif
 
 /// Every (request id, attempt) runs at most once while the server keeps
-/// ending a host's connections, or fails commits after their answer.
+/// ending a host's connections, or fails commits after their answer; and a
+/// host works through a role that may write nothing it does not need.
 @Suite("Durable queue: fenced re-runs and least privilege", .ownThreads,
        .requires(.postgres),
        .serialized, .scaledTimeLimit(minutes: 4))
@@ -163,5 +164,84 @@ struct QueueFenceTests {
                 "\(outcomes.stderr); host: \(host.stderr.suffix(3_000))")
         #expect(Set(host.stdoutLines).count == host.stdoutLines.count)
         #expect(!host.stderr.contains("another host"), "\(host.stderr.suffix(2_000))")
+    }
+
+    @Test("the host role of --print-grants is refused every write it does not need, and still claims, heartbeats, records and re-runs")
+    func leastPrivilege() throws {
+        let owner = try TestPostgres.initializedDatabase()
+        let grants = try xcallback(["queue", "init", owner, "--print-grants"])
+        try #require(grants.status == .exited(0), "\(grants.stderr)")
+        try TestPostgres.psql(owner, grants.stdout)
+        // Logins of each group role (cluster-wide names, so this process's own).
+        let suffix = "\(getpid())_\(UInt32.random(in: 0...UInt32.max))"
+        var url: [String: String] = [:]
+        for (login, group) in [("h", "xcallback_host"), ("e", "xcallback_enqueue"), ("r", "xcallback_reader")] {
+            let name = "xcb_\(login)_\(suffix)"
+            try TestPostgres.psql(owner, "CREATE ROLE \(name) LOGIN IN ROLE \(group)")
+            url[login] = owner.replacingOccurrences(of: "postgresql://xcallback@", with: "postgresql://\(name)@")
+        }
+        let (hostURL, enqueueURL, readerURL) = (url["h"]!, url["e"]!, url["r"]!)
+        try #require(hostURL != owner, "the test's URL has no user to replace: \(owner)")
+
+        let ids = try QueueTests.enqueue(enqueueURL, ["calc://x-callback-url/add?lhs=1&rhs=1",
+                                                      "calc://x-callback-url/add?lhs=2&rhs=1",
+                                                      "calc://x-callback-url/add?lhs=3&rhs=1"])
+        try #require(ids.status == .exited(0) && ids.lines.count == 3, "\(ids.stderr)")
+        // The third was claimed once by a host whose lease has since run out:
+        // it runs again (attempt 2), through the host role.
+        try TestPostgres.psql(owner, """
+            INSERT INTO xcallback.hosts (id, name, expires_at) VALUES (12345, 'gone:1', now() - interval '1 minute');
+            UPDATE xcallback.requests SET leased_by = 12345, attempt = 1 WHERE id = \(ids.lines[2]);
+            INSERT INTO xcallback.outcomes (request_id, line, outcome, params, attempts, host, enqueued_at, recorded_at)
+            VALUES (999999, 'old://', 'success', '', 1, 'old:1', now(), now() - interval '30 days')
+            """)
+
+        // Each write a host does not need, as the host role: refused.
+        let forbidden = [
+            "UPDATE xcallback.schema_migrations SET version = 99",
+            "INSERT INTO xcallback.schema_migrations (version) VALUES (99)",
+            "INSERT INTO xcallback.outcomes (request_id, line, outcome, params, attempts, host, enqueued_at) VALUES (\(ids.lines[0]), 'forged://', 'success', '', 1, 'x', now())",
+            "UPDATE xcallback.outcomes SET outcome = 'error'",
+            "DELETE FROM xcallback.outcomes",
+            "UPDATE xcallback.requests SET line = 'forged://x-callback-url/x'",
+            "DELETE FROM xcallback.requests",
+            "INSERT INTO xcallback.requests (id, line, max_attempts) VALUES (424242, 'forged://', 1)",
+            "DELETE FROM xcallback.request_keys",
+        ]
+        for statement in forbidden {
+            #expect(throws: HarnessError.self, "the host role may: \(statement)") { try TestPostgres.psql(hostURL, statement) }
+        }
+        // The readers and enqueuers write nothing else either.
+        #expect(throws: HarnessError.self) { try TestPostgres.psql(readerURL, "UPDATE xcallback.requests SET attempt = 0") }
+        #expect(throws: HarnessError.self) { try TestPostgres.psql(enqueueURL, "UPDATE xcallback.requests SET line = ''") }
+        #expect(throws: HarnessError.self) { try TestPostgres.psql(enqueueURL, "SELECT count(*) FROM xcallback.outcomes") }
+
+        // The host, as the host role: claims, heartbeats (a 1 s lease, three
+        // beats a second), rescues once every three beats, so the third
+        // request, re-run, is recorded only after heartbeats; it does not prune.
+        let fixture = try HostFixture()
+        let host = try QueueTests.startHost(fixture, hostURL, ["--lease", "1", "--output", "jsonl"])
+        #expect(host.waitForStdoutLines(3, timeout: 60), "\(host.stderr)")
+        #expect(host.waitForStderr(containing: "does not prune", timeout: 30), "\(host.stderr)")
+        _ = try QueueTests.enqueue(enqueueURL, ["calc://x-callback-url/add?lhs=4&rhs=1"])
+        #expect(host.waitForStdoutLines(4, timeout: 60), "\(host.stderr)")
+        host.send(signal: SIGTERM)
+        #expect(host.waitForExit(timeout: 30) == .exited(0), "\(host.stderr)")
+        #expect(!host.stderr.contains("this host's lease ran out"), "\(host.stderr)")
+        #expect(!host.stderr.contains("permission denied") || host.stderr.contains("does not prune"), "\(host.stderr)")
+        let records = try host.stdoutLines.map { try Record(jsonLine: $0) }
+        #expect(Set(records.map(\.input)).count == 4)
+
+        // The reader reads outcomes and status; the old outcome is still there.
+        let outcomes = try xcallback(["outcomes", "--queue", readerURL, "--output", "jsonl"])
+        #expect(outcomes.status == .exited(0) && outcomes.lines.count == 5, "\(outcomes.stderr)")
+        let status = try QueueTests.status(readerURL)
+        #expect(status["done"] == 5 && status["ready"] == 0 && status["leased"] == 0, "\(status)")
+        #expect(try TestPostgres.psql(owner, "SELECT attempts FROM xcallback.outcomes WHERE request_id = \(ids.lines[2])") == "2")
+        #expect(try TestPostgres.psql(owner, "SELECT max(version) FROM xcallback.schema_migrations") == "2")
+        // The owner still does everything, pruning included.
+        let pruned = try xcallback(["queue", "prune", owner, "--retention", "86400"])
+        #expect(pruned.status == .exited(0), "\(pruned.stderr)")
+        #expect(try TestPostgres.psql(owner, "SELECT count(*) FROM xcallback.outcomes") == "4")
     }
 }
