@@ -10,6 +10,8 @@ import PackageDescription
 //   XCallbackURL      parse a line, percent-coding, outcome encoding; re-exports
 //                     XCallbackParameters (stdlib only: hot path)
 //   XCallbackRouting  route patterns and the route table (stdlib only: hot path)
+//   XCallbackMetrics  the counters of `run --metrics` and their text formats
+//                     (stdlib and Synchronization only: counted on the hot path)
 //   XCallbackSandbox  capabilities a plug-in declares and an operator grants, and
 //                     the kernel sandbox a worker enters before it loads one
 //   XCallbackSystem   threads, locks, what a child process is given, its output
@@ -77,6 +79,7 @@ let package = Package(
     targets: [
         .target(name: "XCallbackURL", dependencies: [.product(name: "XCallbackParameters", package: "swift")]),
         .target(name: "XCallbackRouting"),
+        .target(name: "XCallbackMetrics", swiftSettings: crossModuleOptimized),
         .target(name: "CHostSupport"),
         // xcallback.h, embedded for `xcallback sdk` (C23 #embed).
         .target(name: "CSDKHeader"),
@@ -132,7 +135,7 @@ let package = Package(
             name: "XCallbackHost",
             dependencies: [
                 cxcallback, "CHostSupport", "XCallbackURL", "XCallbackRouting", "XCallbackSandbox",
-                "XCallbackSystem", "XCallbackBridge", "XCallbackWire",
+                "XCallbackSystem", "XCallbackBridge", "XCallbackWire", "XCallbackMetrics",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
             ]
@@ -152,7 +155,7 @@ let package = Package(
             name: "XCallbackCLI",
             dependencies: [
                 "XCallbackHost", "XCallbackBridge", "XCallbackSystem", "XCallbackSandbox", "XCallbackRouting", "CSDKHeader",
-                "CHostSupport",
+                "CHostSupport", "XCallbackMetrics",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -188,6 +191,7 @@ let package = Package(
 
         .testTarget(name: "XCallbackURLTests", dependencies: ["XCallbackURL"]),
         .testTarget(name: "XCallbackRoutingTests", dependencies: ["XCallbackRouting"]),
+        .testTarget(name: "XCallbackMetricsTests", dependencies: ["XCallbackMetrics"]),
         .testTarget(
             name: "XCallbackHostTests",
             dependencies: [

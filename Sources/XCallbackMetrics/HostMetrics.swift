@@ -1,0 +1,107 @@
+import Synchronization
+
+/// What the host was built as and runs with: the `xcallback_build_info` labels.
+public struct BuildInfo: Sendable, Equatable {
+    public var version: String
+    /// The plug-in ABI (`major.minor`).
+    public var abi: String
+    /// The workers' sandbox layers in force, comma-separated ("off" when none).
+    public var sandbox: String
+    public var isolation: String
+
+    public init(version: String, abi: String, sandbox: String, isolation: String) {
+        self.version = version
+        self.abi = abi
+        self.sandbox = sandbox
+        self.isolation = isolation
+    }
+}
+
+/// Every count a running host keeps for `run --metrics`: one instance per
+/// host, handed to what learns of each event. Counting is atomic adds on
+/// objects found without a lock; only registering a plug-in, a sandbox
+/// violation and a scrape take a lock.
+public final class HostMetrics: Sendable {
+    public let build: BuildInfo
+    private let inputs: [InputMetrics]
+    /// Requests the host answered without a plug-in (a line that did not
+    /// parse, no route, a stop): `plugin="(host)"`.
+    public let host = PluginMetrics(name: "(host)")
+    /// Plug-ins past `maxPlugins`, and names no loaded plug-in has.
+    public let other = PluginMetrics(name: "(other)")
+    /// The current table, read without a lock; every table ever published
+    /// is kept in `tables`, so a reader's unretained one never goes away.
+    private let current: Atomic<Unmanaged<PluginTable>>
+    private let tables: SpinLock<[PluginTable]>
+    private let started: UInt64
+
+    /// Plug-in names kept apart; past them, `(other)`.
+    public static let maxPlugins = 256
+
+    public init(build: BuildInfo, startTimeSeconds: UInt64 = 0) {
+        self.build = build
+        inputs = InputKind.allCases.map(InputMetrics.init(kind:))
+        let empty = PluginTable(entries: [])
+        tables = SpinLock([empty])
+        current = Atomic(Unmanaged.passUnretained(empty))
+        started = startTimeSeconds
+    }
+
+    public func input(_ kind: InputKind) -> InputMetrics { inputs[kind.rawValue] }
+
+    /// The counts of plug-in `name`, made when it is first loaded (a
+    /// reloaded plug-in keeps counting where it was).
+    public func plugin(named name: String) -> PluginMetrics {
+        if let found = lookUp(name) { return found }
+        return tables.withLock { tables -> PluginMetrics in
+            let table = tables.last!
+            if let found = table.find(name) { return found }
+            guard table.entries.count < Self.maxPlugins, name != host.name, name != other.name else { return other }
+            let metrics = PluginMetrics(name: name)
+            let next = PluginTable(entries: table.entries + [metrics])
+            tables.append(next)
+            current.store(Unmanaged.passUnretained(next), ordering: .releasing)
+            return metrics
+        }
+    }
+
+    /// The counts of a loaded plug-in, or `(other)`: a name that was never
+    /// registered gets no label of its own.
+    @inlinable
+    public func counts(of plugin: String?) -> PluginMetrics {
+        guard let plugin else { return host }
+        return lookUp(plugin) ?? other
+    }
+
+    @usableFromInline
+    func lookUp(_ name: String) -> PluginMetrics? {
+        current.load(ordering: .acquiring)._withUnsafeGuaranteedRef { $0.find(name) }
+    }
+
+    /// Every plug-in counted so far, in the order they were first loaded.
+    var plugins: [PluginMetrics] {
+        current.load(ordering: .acquiring)._withUnsafeGuaranteedRef { $0.entries } + [host, other]
+    }
+
+    var allInputs: [InputMetrics] { inputs }
+    var startTimeSeconds: UInt64 { started }
+
+    /// Requests read and not yet answered, over every input.
+    var inFlight: UInt64 {
+        let lines = inputs.reduce(UInt64(0)) { $0 &+ $1.lines.current }
+        let records = inputs.reduce(UInt64(0)) { $0 &+ $1.records.current }
+        return lines > records ? lines - records : 0
+    }
+}
+
+/// The plug-ins known when it was made; never changed, replaced whole.
+final class PluginTable: Sendable {
+    let entries: [PluginMetrics]
+
+    init(entries: [PluginMetrics]) { self.entries = entries }
+
+    func find(_ name: String) -> PluginMetrics? {
+        for entry in entries where entry.name == name { return entry }
+        return nil
+    }
+}

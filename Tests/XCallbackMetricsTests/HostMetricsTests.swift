@@ -1,0 +1,88 @@
+import Testing
+@testable import XCallbackMetrics
+
+@Suite struct HostMetricsTests {
+    let build = BuildInfo(version: "1.2.3", abi: "1.0", sandbox: "landlock,seccomp", isolation: "process")
+
+    @Test func outcomesCountPerPluginAndCode() {
+        let metrics = HostMetrics(build: build)
+        let calc = metrics.plugin(named: "calc")
+        calc.ended(.success, code: 0, nanoseconds: 1_000_000)
+        calc.ended(.error, code: ErrorCodeLabel.index(of: "Timeout"), nanoseconds: 2_000_000_000)
+        calc.ended(.error, code: ErrorCodeLabel.index(of: "MadeUpByThePlugin"), nanoseconds: 0)
+        let samples = ScrapedSamples.parse(metrics.exposition(.prometheus))
+        func value(_ name: String, _ labels: [String: String]) -> Double? {
+            samples.first { $0.name == name && $0.labels == labels }?.value
+        }
+        #expect(value("xcallback_requests_total", ["plugin": "calc", "outcome": "success"]) == 1)
+        #expect(value("xcallback_requests_total", ["plugin": "calc", "outcome": "error", "code": "Timeout"]) == 1)
+        #expect(value("xcallback_requests_total", ["plugin": "calc", "outcome": "error", "code": "other"]) == 1)
+        #expect(value("xcallback_request_duration_seconds_bucket", ["plugin": "calc", "le": "0.005"]) == 2)
+        #expect(value("xcallback_request_duration_seconds_bucket", ["plugin": "calc", "le": "2.5"]) == 3)
+        #expect(value("xcallback_request_duration_seconds_count", ["plugin": "calc"]) == 3)
+        #expect(value("xcallback_build_info", ["version": "1.2.3", "abi": "1.0", "sandbox": "landlock,seccomp",
+                                               "isolation": "process"]) == 1)
+    }
+
+    @Test func unknownPluginNamesGetNoLabelOfTheirOwn() {
+        let metrics = HostMetrics(build: build)
+        _ = metrics.plugin(named: "calc")
+        #expect(metrics.counts(of: "calc").name == "calc")
+        #expect(metrics.counts(of: "not-loaded").name == "(other)")
+        #expect(metrics.counts(of: nil).name == "(host)")
+        #expect(metrics.plugin(named: "(host)").name == "(other)")
+    }
+
+    @Test func pluginLabelsAreBounded() {
+        let metrics = HostMetrics(build: build)
+        for index in 0..<(HostMetrics.maxPlugins + 10) { _ = metrics.plugin(named: "p\(index)") }
+        #expect(metrics.plugin(named: "one-too-many").name == "(other)")
+        #expect(metrics.plugins.count == HostMetrics.maxPlugins + 2)
+    }
+
+    @Test func violationLabelsAreBoundedSyscallNames() {
+        let metrics = HostMetrics(build: build)
+        let plugin = metrics.plugin(named: "p")
+        plugin.violation(call: "ptrace")
+        plugin.violation(call: "ptrace")
+        plugin.violation(call: "system call 999\"}")
+        plugin.violation(call: nil)
+        for index in 0..<100 { plugin.violation(call: "call_\(index)") }
+        let calls = plugin.violationCounts
+        #expect(calls.count == PluginMetrics.maxViolationNames)
+        #expect(calls.first { $0.call == "ptrace" }?.count == 2)
+        #expect(calls.contains { $0.call == "other" })
+        #expect(calls.contains { $0.call == "unknown" })
+        #expect(calls.reduce(0) { $0 + $1.count } == 104)
+    }
+
+    @Test func labelValuesAreEscaped() {
+        let metrics = HostMetrics(build: build)
+        metrics.plugin(named: "a\"b\\c\nd").ended(.success, code: 0, nanoseconds: 0)
+        let text = metrics.exposition(.prometheus)
+        #expect(text.contains(#"plugin="a\"b\\c\nd""#))
+        let sample = ScrapedSamples.parse(text).first { $0.name == "xcallback_requests_total" }
+        #expect(sample?.labels["plugin"] == "a\"b\\c\nd")
+    }
+
+    @Test func openMetricsNamesFamiliesWithoutTotalAndEnds() {
+        let metrics = HostMetrics(build: build)
+        let text = metrics.exposition(.openMetrics)
+        #expect(text.hasSuffix("# EOF\n"))
+        #expect(text.contains("# TYPE xcallback_requests counter\n"))
+        #expect(text.contains("# TYPE xcallback_build info\n"))
+        let plain = metrics.exposition(.prometheus)
+        #expect(plain.contains("# TYPE xcallback_requests_total counter\n"))
+        #expect(!plain.contains("# EOF"))
+        #expect(ExpositionFormat.negotiated(accept: "application/openmetrics-text;version=1.0.0,text/plain;q=0.5") == .openMetrics)
+        #expect(ExpositionFormat.negotiated(accept: "text/plain") == .prometheus)
+        #expect(ExpositionFormat.negotiated(accept: nil) == .prometheus)
+    }
+
+    @Test func inFlightIsLinesLessRecords() {
+        let metrics = HostMetrics(build: build)
+        metrics.input(.stdin).lines.add(5)
+        metrics.input(.stdin).records.add(3)
+        #expect(metrics.inFlight == 2)
+    }
+}
