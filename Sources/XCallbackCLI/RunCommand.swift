@@ -46,6 +46,9 @@ package struct RunCommand<Edition: CLIEdition>: ParsableCommand {
             let levels = Logger.Level.allCases.map { "'\($0.rawValue)'" }.joined(separator: ", ")
             throw ValidationError("The value '\(logLevel)' is invalid for '--log-level <log-level>'. Please provide one of \(levels).")
         }
+        if let metrics {
+            do { _ = try MetricsAddress(parsing: metrics) } catch { throw ValidationError(error.message) }
+        }
         if !files.isEmpty, let served = [("--fifo", fifo), ("--socket", socket), ("--queue", queue)].first(where: { $0.1 != nil }) {
             throw ValidationError("FILE arguments are read like stdin; \(served.0) serves its own input: leave out one or the other")
         }
@@ -95,6 +98,8 @@ package struct RunCommand<Edition: CLIEdition>: ParsableCommand {
         configuration.restartPolicy.limit = restartLimit
         configuration.restartPolicy.window = .milliseconds(Int64(restartWindow * 1000))
         configuration.restartPolicy.cooldown = .milliseconds(Int64(quarantine * 1000))
+        configuration.collectsMetrics = metrics != nil
+        configuration.version = XCallbackVersion.current
 
         let host = Host(configuration: configuration, logger: logger)
         do {
@@ -103,6 +108,8 @@ package struct RunCommand<Edition: CLIEdition>: ParsableCommand {
         } catch {
             throw Failure.exit(error.message)
         }
+        let metricsServer = try startMetricsServer(for: host, logger: logger)
+        defer { metricsServer?.stop() }
         let format = logFormat.value
         if let queue {
             try Edition.runQueue(queue, for: self, host: host, signals: signals, records: records, format: format)
@@ -142,3 +149,18 @@ package enum OutputFormatArgument: String, ExpressibleByArgument, CaseIterable {
     package var value: OutputFormat { OutputFormat(rawValue: rawValue)! }
 }
 
+extension RunCommand {
+    /// With `--metrics`: listens, and serves the host's counts on a thread
+    /// of its own until `run` returns.
+    func startMetricsServer(for host: Host, logger: Logger) throws -> MetricsServer? {
+        guard let metrics, let counts = host.metrics else { return nil }
+        do {
+            let server = try MetricsServer(address: MetricsAddress(parsing: metrics), metrics: counts)
+            server.start()
+            logger.notice("serving metrics at \(server.address) (GET /metrics)")
+            return server
+        } catch {
+            throw Failure.exit(error.message)
+        }
+    }
+}

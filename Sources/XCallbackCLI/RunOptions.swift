@@ -111,6 +111,10 @@ struct RunDiagnosticOptions: ParsableArguments {
 
     @Flag(name: .customLong("no-progress"), help: "No progress line, even when reading a file with stderr on a terminal.")
     var noProgress = false
+
+    @Option(name: .customLong("metrics"),
+            help: ArgumentHelp("Serve Prometheus metrics at /metrics on ADDRESS: HOST:PORT (127.0.0.1:9464) or a Unix socket path (off by default; docs/observability.md).", valueName: "address"))
+    var metrics: String?
 }
 
 extension RunCommand {
@@ -179,4 +183,5 @@ extension RunCommand {
     var logFormat: LogFormatArgument { diagnostics.logFormat }
     package var noSummary: Bool { diagnostics.noSummary }
     var noProgress: Bool { diagnostics.noProgress }
+    var metrics: String? { diagnostics.metrics }
 }

@@ -87,6 +87,7 @@ extension Host {
             } else {
                 registry.add(prepared.endpoint, info: prepared.info, routes: prepared.routes)
             }
+            _ = metrics?.plugin(named: prepared.info.name)
         }
         let gone = stamps.withLock { stamps -> [String] in
             let gone = stamps.keys.filter { !present.contains($0) }
@@ -244,7 +245,8 @@ extension Host {
         let endpoint = WorkerEndpoint(first: worker, executable: executable, security: security, sandboxing: sandboxing,
                                       takenRoutes: { [registry] in registry.takenRoutes(excluding: path) }, spawner: spawner,
                                       policy: configuration.restartPolicy, logger: logger,
-                                      hostStopping: { [stopSignal] in stopSignal.isRaised })
+                                      hostStopping: { [stopSignal] in stopSignal.isRaised },
+                                      metrics: metrics?.plugin(named: info.name))
         logger.info("loaded plug-in '\(PrintableText.escaping(info.name))' \(PrintableText.escaping(info.version)) from \(PrintableText.escaping(path)) in worker \(worker.pid) with \(routes.count) route(s)")
         return Prepared(endpoint: endpoint, info: info, routes: routes)
     }

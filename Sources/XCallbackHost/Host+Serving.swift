@@ -2,6 +2,7 @@ import CHostSupport
 import Logging
 import Synchronization
 import XCallbackBridge
+import XCallbackMetrics
 import XCallbackRouting
 import XCallbackSandbox
 import XCallbackSystem
@@ -26,7 +27,7 @@ extension Host {
     /// outcome and returns. Records go to `output`.
     public func serve(input: Int32, output: Int32) {
         startBackgroundWork()
-        let sink = makeSink(output)
+        let sink = makeSink(output, input: .stdin)
         let loop = runLoop(input: input, sink: sink)
         drain(loop)
         finishBackgroundWork()
@@ -39,7 +40,7 @@ extension Host {
     public func serve(inputsInOrder next: () -> Int32?, output: Int32) {
         startBackgroundWork()
         while !stopSignal.isRaised, let input = next() {
-            drain(runLoop(input: input, sink: makeSink(output)))
+            drain(runLoop(input: input, sink: makeSink(output, input: .file)))
         }
         finishBackgroundWork()
     }
@@ -93,23 +94,28 @@ extension Host {
     private func serve(_ input: OpenedInput, output: Int32) {
         switch input {
         case .fifo(let fifo):
-            let loop = runLoop(input: fifo.readDescriptor, sink: makeSink(output))
+            let loop = runLoop(input: fifo.readDescriptor, sink: makeSink(output, input: .fifo))
             // Closed before the grace period: a writer now gets an error
             // (`send`: no host is reading) instead of lines no one will read.
             fifo.closeDescriptors()
             drain(loop)
         case .socket(let listener):
             let reported = Lock(Set<uid_t>())
+            let counts = metrics?.input(.socket)
             listener.acceptConnections(until: stopSignal, refused: { [logger] uid in
+                counts?.refused(.peer)
                 guard reported.withLock({ $0.insert(uid ?? uid_t.max).inserted }) else { return }
                 let who = uid.map { "uid \($0)" } ?? "a peer whose uid is unknown"
                 logger.warning("refused a connection to the socket from \(who): only uid \(geteuid()) and root may connect (logged once per uid)")
             }, busy: { [format = configuration.output] connection, reason in
+                counts?.refused(.busy)
                 BusyConnection.answer(connection, reason: reason, format: format)
             }) { [self] connection in
+                counts?.connectionsOpened.add()
+                defer { counts?.connectionsClosed.add() }
                 let sink = OutputSink(connection: connection, format: configuration.output,
                                       keepOrder: configuration.keepOrder, tally: tally,
-                                      stop: stopSignal, gracePeriod: configuration.gracePeriod)
+                                      stop: stopSignal, gracePeriod: configuration.gracePeriod, input: counts)
                 let loop = runLoop(input: connection, sink: sink)
                 drain(loop)
                 close(connection)
@@ -117,9 +123,9 @@ extension Host {
         }
     }
 
-    private func makeSink(_ output: Int32) -> OutputSink {
+    private func makeSink(_ output: Int32, input: InputKind) -> OutputSink {
         OutputSink(descriptor: output, format: configuration.output, keepOrder: configuration.keepOrder,
-                   opener: opener, tally: tally, onClosed: { [self] in
+                   opener: opener, tally: tally, input: metrics?.input(input), onClosed: { [self] in
                        // A closed stdout ends the host quietly (docs/usage.md, "run").
                        outputClosed.store(true, ordering: .releasing)
                        requestStop()
@@ -130,6 +136,7 @@ extension Host {
         let reader = LineReader(descriptor: input, wake: stopSignal.descriptor,
                                 maxLineBytes: configuration.limits.maxLineBytes,
                                 refusalWindow: configuration.gracePeriod, idleTimeout: configuration.idleTimeout)
+        reader.bytesRead = sink.input?.bytes
         let loop = InputLoop(reader: reader, dispatcher: dispatcher, sink: sink, watchdog: watchdog)
         loop.start()
         // A stop ends the reading, once the thread that owns the input looks:

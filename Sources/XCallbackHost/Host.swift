@@ -2,6 +2,7 @@ import CHostSupport
 import Logging
 import Synchronization
 import XCallbackBridge
+import XCallbackMetrics
 import XCallbackRouting
 import XCallbackSandbox
 import XCallbackSystem
@@ -38,6 +39,8 @@ public final class Host: Sendable {
     /// Set when a write to stdout found its reader gone: the host then ends
     /// quietly (docs/usage.md, "run"), with no warning about the input it left.
     let outputClosed = Atomic<Bool>(false)
+    /// The counts `run --metrics` serves; nil unless `collectsMetrics`.
+    public let metrics: HostMetrics?
 
     public init(configuration: HostConfiguration, logger: Logger) {
         self.configuration = configuration
@@ -50,9 +53,14 @@ public final class Host: Sendable {
         // a process; the host asks for neither signal, so it ignores both.
         signal(SIGIO, SIG_IGN)
         signal(SIGURG, SIG_IGN)
+        let sandboxesWorkers = configuration.isolation == .process && configuration.sandbox != .off
+        let kernel = KernelSupport.probe(namespaces: sandboxesWorkers)
+        self.metrics = configuration.collectsMetrics
+            ? Self.makeMetrics(configuration: configuration, layers: sandboxesWorkers ? kernel.layers(for: .default) : [])
+            : nil
         self.dispatcher = Dispatcher(
             registry: registry, limits: configuration.limits, timeout: configuration.timeout,
-            keepsInput: configuration.output == .jsonl, logger: logger)
+            keepsInput: configuration.output == .jsonl, logger: logger, metrics: metrics)
         self.opener = configuration.openCommand.map {
             CallbackOpener(command: $0, schemes: configuration.openSchemes, logger: logger)
         }
@@ -60,13 +68,13 @@ public final class Host: Sendable {
         self.discovery = PluginDiscovery(
             directories: configuration.pluginDirectories,
             security: FileSecurity(allowInsecure: configuration.allowInsecurePlugins))
-        // Trying namespaces forks a child that makes a network namespace
-        // (about half a millisecond of the kernel's): only for a host whose
-        // workers get them.
-        let sandboxesWorkers = configuration.isolation == .process && configuration.sandbox != .off
+        // Trying namespaces (above) forks a child that makes a network
+        // namespace (about half a millisecond of the kernel's): only for a
+        // host whose workers get them.
         self.sandboxing = WorkerSandboxing(mode: configuration.sandbox, policy: configuration.sandboxPolicy,
-                                           kernel: .probe(namespaces: sandboxesWorkers))
+                                           kernel: kernel)
         registry.addBuiltIn(responses, routes: ResponseWaiters.routes)
+        _ = metrics?.plugin(named: responses.pluginName)
     }
 
     /// Every plug-in file found, loaded or refused.

@@ -34,6 +34,11 @@ public struct HostConfiguration: Sendable {
     public var sandbox = SandboxMode.auto
     /// The operator's grants (`--sandbox-config`).
     public var sandboxPolicy = SandboxPolicy()
+    /// Whether the host keeps the counts `run --metrics` serves (off: the
+    /// request path does not even look for them).
+    public var collectsMetrics = false
+    /// The version `xcallback_build_info` names.
+    public var version = "unknown"
 
     public init(pluginDirectories: [String]) {
         self.pluginDirectories = pluginDirectories

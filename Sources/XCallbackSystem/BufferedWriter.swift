@@ -34,12 +34,16 @@ public final class BufferedWriter: Flushable, @unchecked Sendable {
     /// process's), and takes its turn with the host's log lines
     /// (`SharedPipe`), so a log line can never land inside a record.
     private let wholeLines: Bool
+    /// Told how long each write took, waiting for the reader included
+    /// (`run --metrics`); nil: not asked, and no clock is read for it.
+    private let onWritten: (@Sendable (UInt64) -> Void)?
 
     /// `onClosed` runs once, when a write finds the reader gone (EPIPE…).
     /// `patience` is for a reader that may stop reading altogether (a
     /// worker); stdout, read at a person's pace, waits with none.
     public init(descriptor: Int32, patience: UInt64? = StallClock.readerPatience, wholeLines: Bool = false,
-                onClosed: @escaping @Sendable () -> Void = {}) {
+                onClosed: @escaping @Sendable () -> Void = {}, onWritten: (@Sendable (UInt64) -> Void)? = nil) {
+        self.onWritten = onWritten
         self.descriptor = descriptor
         self.patience = patience
         self.wholeLines = wholeLines
@@ -83,8 +87,12 @@ public final class BufferedWriter: Flushable, @unchecked Sendable {
     /// Writes the buffer; true when this write found the reader gone.
     private func write(_ descriptor: Int32, _ state: inout State) -> Bool {
         guard !state.buffer.isEmpty, !state.closed else { return false }
-        writingSince.store(MonotonicClock.now, ordering: .relaxed)
-        defer { writingSince.store(0, ordering: .relaxed) }
+        let began = MonotonicClock.now
+        writingSince.store(began, ordering: .relaxed)
+        defer {
+            writingSince.store(0, ordering: .relaxed)
+            onWritten?(MonotonicClock.now &- began)
+        }
         let failed = state.buffer.withUnsafeBytes { bytes in
             wholeLines
                 ? SharedPipe.turns.withLock { _ in Self.writeLines(descriptor, bytes, patience: patience) }

@@ -22,7 +22,7 @@ struct WorkerSlotsTests {
 
         func watch(_ worker: WorkerProcess) { Issue.record("WorkerSlots watched a worker by itself") }
 
-        func end(_ answer: Ending, ofSlot request: inout WorkerSlots.Request) {
+        func end(_ answer: Ending, ofSlot request: inout WorkerSlots.Request, plugin: String, started: UInt64) {
             Issue.record("WorkerSlots ended a request by itself")
         }
     }

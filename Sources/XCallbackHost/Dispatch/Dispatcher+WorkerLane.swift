@@ -42,11 +42,12 @@ extension Dispatcher: WorkerLaneOwner {
 
     /// Ends a request in a worker's slot with the answer its reply thread
     /// read in place.
-    func end(_ answer: Ending, ofSlot request: inout WorkerSlots.Request) {
+    func end(_ answer: Ending, ofSlot request: inout WorkerSlots.Request, plugin: String, started: UInt64) {
         withUnsafePointer(to: &request) { request in
             request.pointee.callbacks.withUnsafeBufferPointer { callbacks in
                 request.pointee.line.withUnsafeBufferPointer { line in
-                    end(answer, of: SlotRequest(request: request, callbacks: callbacks, line: line, dispatcher: self))
+                    end(answer, of: SlotRequest(request: request, callbacks: callbacks, line: line, dispatcher: self,
+                                                plugin: plugin, startedAt: started))
                 }
             }
         }
@@ -59,7 +60,7 @@ extension Dispatcher: WorkerLaneOwner {
 /// What the worker's side needs of the dispatcher.
 protocol WorkerLaneOwner: AnyObject, Sendable {
     func adopt(_ request: inout WorkerSlots.Request, started: UInt64, plugin: String) -> AdoptedRequest
-    func end(_ answer: Ending, ofSlot request: inout WorkerSlots.Request)
+    func end(_ answer: Ending, ofSlot request: inout WorkerSlots.Request, plugin: String, started: UInt64)
     func watch(_ worker: WorkerProcess)
 }
 
@@ -80,6 +81,9 @@ struct SlotRequest: EndingRequest {
     let callbacks: UnsafeBufferPointer<UInt8>
     let line: UnsafeBufferPointer<UInt8>
     let dispatcher: Dispatcher
+    /// The worker's plug-in, and when the lane sent the request.
+    let plugin: String
+    let startedAt: UInt64
 
     var sequence: UInt64 { request.pointee.sequence }
     var sink: OutputSink { request.pointee.sink! }

@@ -1,6 +1,7 @@
 import Logging
 import Synchronization
 import XCallbackBridge
+import XCallbackMetrics
 import XCallbackRouting
 import XCallbackSystem
 import XCallbackURL
@@ -17,6 +18,8 @@ final class Dispatcher: SynchronousCallOwner, InFlightOwner, Sendable {
     let logger: Logger
     /// What is in flight, and the clock that ends it at its deadline.
     let inFlight: InFlightTable
+    /// The counts of `run --metrics`; nil when off.
+    let metrics: HostMetrics?
     /// The last request id given out (`request_id`).
     private let lastID = Atomic<UInt64>(0)
     /// Set once a stop's grace period has passed (nanoseconds; 0: not):
@@ -26,8 +29,10 @@ final class Dispatcher: SynchronousCallOwner, InFlightOwner, Sendable {
     /// Internal callbacks a chain may follow before `LoopDetected` (docs/usage.md, "Error codes").
     static let maxHops = 8
 
-    init(registry: PluginRegistry, limits: ParseLimits, timeout: Duration, keepsInput: Bool, logger: Logger) {
+    init(registry: PluginRegistry, limits: ParseLimits, timeout: Duration, keepsInput: Bool, logger: Logger,
+         metrics: HostMetrics? = nil) {
         self.registry = registry
+        self.metrics = metrics
         self.limits = limits
         self.timeout = timeout
         self.keepsInput = keepsInput

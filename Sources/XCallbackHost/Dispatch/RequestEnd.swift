@@ -48,6 +48,11 @@ protocol EndingRequest {
     /// The request as the general path holds it, already claimed, to follow
     /// a chain from; nil when something else ended it meanwhile.
     func claimedForChain() -> PendingRequest?
+    /// The plug-in whose handler ended it (nil: the host answered it), and
+    /// when it was read (coarse monotonic ns; 0: not known), for the
+    /// metrics (Metrics/EndingRequest+Metrics.swift).
+    var endedBy: String? { get }
+    func started(timeout: UInt64) -> UInt64
 }
 
 extension Dispatcher {
@@ -61,6 +66,7 @@ extension Dispatcher {
                 }
                 return
             }
+            countEnded(answer, of: request)
             let sink = request.sink
             if case .bytes(let kind, let parameters, let base) = answer, sink.takesBytes {
                 sink.emit(answered: kind) { output in

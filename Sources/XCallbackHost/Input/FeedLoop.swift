@@ -1,4 +1,5 @@
 import Synchronization
+import XCallbackMetrics
 import XCallbackSystem
 
 /// Serves a `RequestFeed`: each request is dispatched as a line read from
@@ -13,7 +14,8 @@ extension Host {
         let watcher = DirectoryWatcher(directories: configuration.pluginDirectories, stop: stopSignal, logger: logger)
         startBackgroundWork()
         watchPlugins(with: watcher)
-        let sink = OutputSink(receiver: receiver, format: configuration.output, tally: tally)
+        let counts = metrics?.input(.queue)
+        let sink = OutputSink(receiver: receiver, format: configuration.output, tally: tally, input: counts)
         let submitted = Atomic<UInt64>(0)
         let loop = HandoffLoop<FedRequest>(
             read: {
@@ -22,6 +24,8 @@ extension Host {
             },
             process: { [dispatcher] request in
                 submitted.add(1, ordering: .relaxed)
+                counts?.lines.add()
+                counts?.bytes.add(UInt64(request.line.count))
                 request.line.withUnsafeBufferPointer { line in
                     dispatcher.submit(line: line, sequence: request.id, sink: sink,
                                       identity: RequestIdentity(id: request.id, attempt: request.attempt))

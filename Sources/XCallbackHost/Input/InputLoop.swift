@@ -1,4 +1,5 @@
 import Synchronization
+import XCallbackMetrics
 import XCallbackSystem
 
 /// Reads one input stream (stdin, the FIFO, or one socket connection) and
@@ -21,6 +22,7 @@ final class InputLoop: Sendable {
         }
         self.reader = box
         let lane = dispatcher.makeLane()
+        let counts = sink.input
         loop = HandoffLoop(
             read: { [counter, sink] in
                 let sent = counter.value.load(ordering: .relaxed)
@@ -37,6 +39,7 @@ final class InputLoop: Sendable {
             },
             process: { [counter, dispatcher, sink, lane] line in
                 let sequence = counter.value.wrappingAdd(1, ordering: .relaxed).oldValue
+                counts?.lines.add()
                 switch line {
                 case .text(let bytes, let storage):
                     withExtendedLifetime(storage) {

@@ -1,3 +1,4 @@
+import XCallbackMetrics
 import XCallbackSystem
 #if canImport(Glibc)
 import Glibc
@@ -43,6 +44,8 @@ final class LineReader {
     private var lastLine = MonotonicClock.now
     /// Whether the connection has requests in flight (set by its input loop).
     var hasRequestsInFlight: () -> Bool = { false }
+    /// Counts the bytes read (`run --metrics`), once per read, not per line.
+    var bytesRead: Counter?
     /// Reading ended because the connection was idle.
     private(set) var closedIdle = false
     /// How long after a stop request lines already waiting are still read,
@@ -270,6 +273,7 @@ final class LineReader {
             }
             if count == 0 { return .endOfInput }
             end += count
+            bytesRead?.add(UInt64(count))
             return .data
         }
     }

@@ -1,3 +1,4 @@
+import XCallbackMetrics
 import XCallbackSystem
 #if canImport(Glibc)
 import Glibc
@@ -51,7 +52,12 @@ final class ConnectionWriter: OutputWriter, @unchecked Sendable {
     /// (the stop signal is a pipe, not something a condition can wait on).
     private static let stopCheckInterval: UInt64 = 100_000_000
 
-    init(descriptor: Int32, maxWaitingRecords: Int, stop: StopSignal, gracePeriod: Duration) {
+    /// Counts the nanoseconds the input waited for a client that does not
+    /// read (`run --metrics`).
+    private let waited: Counter?
+
+    init(descriptor: Int32, maxWaitingRecords: Int, stop: StopSignal, gracePeriod: Duration, waited: Counter? = nil) {
+        self.waited = waited
         self.descriptor = descriptor
         self.maxWaitingRecords = maxWaitingRecords
         self.stop = stop
@@ -106,6 +112,8 @@ final class ConnectionWriter: OutputWriter, @unchecked Sendable {
         BatchingThread.flushDeferred()
         flush()
         let hasRoom = { (state: State) in state.closed || state.waitingRecords < self.maxWaitingRecords }
+        let began = MonotonicClock.now
+        defer { waited?.add(MonotonicClock.now &- began) }
         while !stop.isRaised {
             let deadline = MonotonicClock.now + Self.stopCheckInterval
             if state.wait(until: hasRoom, deadline: deadline, then: { hasRoom($0) }) { return }

@@ -1,4 +1,5 @@
 import Synchronization
+import XCallbackMetrics
 import XCallbackSystem
 import XCallbackURL
 
@@ -22,6 +23,8 @@ final class OutputSink: Sendable {
     let receiver: (any RecordReceiver)?
     /// Counts every record written, shared by all the host's sinks.
     let tally: OutcomeTally
+    /// The counts of the input these records answer (`run --metrics`).
+    let input: InputMetrics?
     /// Whether a success or cancel may be written from its bytes
     /// (`emit(answered:_:)`): `url` records, in no particular order, written
     /// rather than opened or handed on.
@@ -36,33 +39,38 @@ final class OutputSink: Sendable {
     /// A sink writing to `descriptor` (stdout); `onClosed` runs when its
     /// reader is gone.
     convenience init(descriptor: Int32, format: OutputFormat, keepOrder: Bool,
-                     opener: CallbackOpener?, tally: OutcomeTally = OutcomeTally(),
+                     opener: CallbackOpener?, tally: OutcomeTally = OutcomeTally(), input: InputMetrics? = nil,
                      onClosed: @escaping @Sendable () -> Void) {
         // Under `2>&1` the log writes to the same pipe: records then go in
         // whole-line pieces no log line can split.
         let writer = BufferedWriter(descriptor: descriptor, patience: nil,
-                                    wholeLines: BufferedWriter.sharesPipeWithStderr(descriptor), onClosed: onClosed)
-        self.init(writer: writer, format: format, keepOrder: keepOrder, opener: opener, tally: tally)
+                                    wholeLines: BufferedWriter.sharesPipeWithStderr(descriptor),
+                                    onClosed: onClosed,
+                                    onWritten: input.map { input -> @Sendable (UInt64) -> Void in { input.outputWaitNanoseconds.add($0) } })
+        self.init(writer: writer, format: format, keepOrder: keepOrder, opener: opener, tally: tally, input: input)
     }
 
     /// A sink for one socket connection: a client that does not read its
     /// records stalls only itself (see `ConnectionWriter`).
     convenience init(connection: Int32, format: OutputFormat, keepOrder: Bool, tally: OutcomeTally,
-                     stop: StopSignal, gracePeriod: Duration) {
+                     stop: StopSignal, gracePeriod: Duration, input: InputMetrics? = nil) {
         let writer = ConnectionWriter(descriptor: connection, maxWaitingRecords: Int(InputLoop.maxInFlight),
-                                      stop: stop, gracePeriod: gracePeriod)
-        self.init(writer: writer, format: format, keepOrder: keepOrder, opener: nil, tally: tally)
+                                      stop: stop, gracePeriod: gracePeriod, waited: input?.outputWaitNanoseconds)
+        self.init(writer: writer, format: format, keepOrder: keepOrder, opener: nil, tally: tally, input: input)
     }
 
     /// A sink handing each record to `receiver`, unencoded (`Host.serve(feed:receiver:)`).
-    convenience init(receiver: any RecordReceiver, format: OutputFormat, tally: OutcomeTally) {
+    convenience init(receiver: any RecordReceiver, format: OutputFormat, tally: OutcomeTally,
+                     input: InputMetrics? = nil) {
         self.init(writer: UnusedWriter(), format: format, keepOrder: false, opener: nil, tally: tally,
-                  receiver: receiver)
+                  input: input, receiver: receiver)
     }
 
     private init(writer: any OutputWriter, format: OutputFormat, keepOrder: Bool,
-                 opener: CallbackOpener?, tally: OutcomeTally, receiver: (any RecordReceiver)? = nil) {
+                 opener: CallbackOpener?, tally: OutcomeTally, input: InputMetrics? = nil,
+                 receiver: (any RecordReceiver)? = nil) {
         self.receiver = receiver
+        self.input = input
         self.writer = writer
         self.format = format
         self.keepOrder = keepOrder

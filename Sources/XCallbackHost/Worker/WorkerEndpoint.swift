@@ -1,5 +1,6 @@
 import Logging
 import XCallbackBridge
+import XCallbackMetrics
 import XCallbackSandbox
 import XCallbackSystem
 import XCallbackURL
@@ -32,6 +33,8 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
     private let state: Lock<State>
     /// Whether the host is stopping (SIGINT/SIGTERM, closed stdout).
     private let hostStopping: @Sendable () -> Bool
+    /// This plug-in's counts (`run --metrics`): its workers' lives.
+    private let metrics: PluginMetrics?
 
     private struct State {
         var current: WorkerProcess?
@@ -54,7 +57,9 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
 
     init(first worker: WorkerProcess, executable: String, security: FileSecurity, sandboxing: WorkerSandboxing,
          takenRoutes: @escaping @Sendable () -> [QueryParameter], spawner: WorkerSpawner,
-         policy: RestartPolicy, logger: Logger, hostStopping: @escaping @Sendable () -> Bool = { false }) {
+         policy: RestartPolicy, logger: Logger, hostStopping: @escaping @Sendable () -> Bool = { false },
+         metrics: PluginMetrics? = nil) {
+        self.metrics = metrics
         self.spawner = spawner
         self.hostStopping = hostStopping
         self.security = security
@@ -67,6 +72,9 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
         self.policy = policy
         self.logger = logger
         self.state = Lock(State(current: worker, supervision: WorkerSupervision(policy: policy)))
+        metrics?.workerStarts.add()
+        metrics?.sandboxed(sandboxing.mode != .off && (sandboxing.kernel.seccomp || sandboxing.kernel.landlockABI != nil))
+        metrics?.quarantined(false)
         watch(worker)
     }
 
@@ -135,7 +143,10 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
             state.supervision.forgive(byOperator: byOperator)
             return true
         }
-        if restart { scheduleStart(after: .zero) }
+        if restart {
+            metrics?.quarantined(false)
+            scheduleStart(after: .zero)
+        }
         return restart
     }
 
@@ -225,6 +236,7 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
                               _ unstarted: [WorkerRequest]) {
         let outcome = death.outcome(plugin: pluginName)
         for call in owed { call.deliver(.outcome(outcome)) }
+        if case .sandboxViolation(let call, _) = death { metrics?.violation(call: call) }
         let now = MonotonicClock.now
         enum Next { case nothing, restart(Duration), giveUp, quarantine(Duration, number: Int) }
         let next = state.withLock { state -> Next in
@@ -245,6 +257,10 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
             }
         }
         switch next {
+        case .restart, .quarantine: metrics?.workerEnded(WorkerEndCause(death))
+        case .nothing, .giveUp: break
+        }
+        switch next {
         case .nothing:
             // Its successor (or the reason there is none) takes them.
             for item in unstarted { invoke(handler: item.handler, request: item.request, call: item.call) }
@@ -254,6 +270,7 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
         case .giveUp:
             failWaiting()
         case .quarantine(let cooldown, let number):
+            metrics?.quarantined(true)
             failWaiting()
             spawner.schedule(after: cooldown) { [self] in endQuarantine(number) }
         }
@@ -293,6 +310,7 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
         }
         guard replace else { return }
         logger.warning("a handler of plug-in '\(pluginName)' hung past its deadline; replacing its worker")
+        metrics?.workerEnded(.hang)
         worker.retire()
         scheduleStart(after: .zero)
     }
@@ -332,6 +350,8 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
                 state.current = worker
                 return (state.waiting.takeAll(), state.stopped)
             }
+            metrics?.workerStarts.add()
+            metrics?.workerRestarts.add()
             watch(worker)
             logger.info("restarted plug-in '\(pluginName)' in worker \(worker.pid)")
             // If it dies while these go out, the rest wait for its successor

@@ -385,7 +385,8 @@ extension WorkerProcess {
         let written: Void? = slots.take(id) { request, _ in
             let base = payload.baseAddress!.assumingMemoryBound(to: UInt8.self)
             parameters.withUnsafeBufferPointer { parameters in
-                slots.owner.end(.bytes(answer, parameters: parameters, in: base), ofSlot: &request)
+                slots.owner.end(.bytes(answer, parameters: parameters, in: base), ofSlot: &request,
+                                plugin: ready.info.name, started: slots.started(id))
             }
         }
         guard written != nil else { return .decode }
