@@ -21,7 +21,7 @@ package enum RootCommand {
             subcommands: [
                 RunCommand<Edition>.self, PluginsCommand.self, RoutesCommand.self, CheckCommand.self,
                 SendCommand.self, CallCommand.self, SDKCommand.self, NewCommand.self,
-                InstallHandlerCommand.self, UninstallHandlerCommand.self,
+                InstallHandlerCommand.self, UninstallHandlerCommand.self, TopCommand.self,
             ] + Edition.queueCommands,
             defaultSubcommand: nil
         )
