@@ -12,7 +12,9 @@ public final class CounterArray: Sendable {
     public init(count: Int) {
         precondition(count > 0)
         self.count = count
-        counters = .allocate(capacity: count)
+        // Aligned to a cache line, so no other object shares the first one.
+        counters = UnsafeMutableRawPointer.allocate(byteCount: count * MemoryLayout<Atomic<UInt64>>.stride, alignment: 64)
+            .bindMemory(to: Atomic<UInt64>.self, capacity: count)
         for index in 0..<count { (counters + index).initialize(to: Atomic(0)) }
     }
 
@@ -34,8 +36,13 @@ public final class CounterArray: Sendable {
 }
 
 /// One atomic counter (or gauge), for a metric with no labels of its own.
+/// Padded to a cache line of its own: counters written by different
+/// threads (an input's lines by its reader, its records by whichever
+/// thread ends a request) must not share one, or every add would pull the
+/// line from the other core.
 public final class Counter: Sendable {
     @usableFromInline let value = Atomic<UInt64>(0)
+    private let padding: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0)
 
     public init() {}
 

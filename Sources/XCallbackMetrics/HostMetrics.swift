@@ -67,15 +67,27 @@ public final class HostMetrics: Sendable {
 
     /// The counts of a loaded plug-in, or `(other)`: a name that was never
     /// registered gets no label of its own.
-    @inlinable
     public func counts(of plugin: String?) -> PluginMetrics {
         guard let plugin else { return host }
         return lookUp(plugin) ?? other
     }
 
-    @usableFromInline
     func lookUp(_ name: String) -> PluginMetrics? {
-        current.load(ordering: .acquiring)._withUnsafeGuaranteedRef { $0.find(name) }
+        current.load(ordering: .acquiring)._withUnsafeGuaranteedRef { table in
+            table.index(of: name).map { table.entries[$0] }
+        }
+    }
+
+    /// Counts one request of `plugin` (nil: the host answered it) that
+    /// ended in `outcome` after `nanoseconds`: the request path's one call.
+    /// The plug-in is found by name in the current table without a lock,
+    /// and counted without taking a reference to anything.
+    public func ended(plugin: String?, _ outcome: OutcomeClass, code: Int, nanoseconds: UInt64) {
+        guard let plugin else { return host.ended(outcome, code: code, nanoseconds: nanoseconds) }
+        current.load(ordering: .acquiring)._withUnsafeGuaranteedRef { table in
+            guard let index = table.index(of: plugin) else { return other.ended(outcome, code: code, nanoseconds: nanoseconds) }
+            table.unretained[index]._withUnsafeGuaranteedRef { $0.ended(outcome, code: code, nanoseconds: nanoseconds) }
+        }
     }
 
     /// Every plug-in counted so far, in the order they were first loaded.
@@ -95,13 +107,26 @@ public final class HostMetrics: Sendable {
 }
 
 /// The plug-ins known when it was made; never changed, replaced whole.
-final class PluginTable: Sendable {
+final class PluginTable: @unchecked Sendable {
+    // @unchecked: `unretained` holds `entries`' objects, which this table
+    // keeps alive; all of it is immutable.
     let entries: [PluginMetrics]
+    /// The same objects, counted without retaining them.
+    let unretained: [Unmanaged<PluginMetrics>]
+    let names: [String]
 
-    init(entries: [PluginMetrics]) { self.entries = entries }
+    init(entries: [PluginMetrics]) {
+        self.entries = entries
+        unretained = entries.map { Unmanaged.passUnretained($0) }
+        names = entries.map(\.name)
+    }
 
-    func find(_ name: String) -> PluginMetrics? {
-        for entry in entries where entry.name == name { return entry }
-        return nil
+    func find(_ name: String) -> PluginMetrics? { index(of: name).map { entries[$0] } }
+
+    func index(of name: String) -> Int? {
+        names.withUnsafeBufferPointer { names in
+            for index in names.indices where names[index] == name { return index }
+            return nil
+        }
     }
 }

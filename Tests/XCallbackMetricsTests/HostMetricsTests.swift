@@ -31,6 +31,12 @@ import Testing
         #expect(metrics.counts(of: "not-loaded").name == "(other)")
         #expect(metrics.counts(of: nil).name == "(host)")
         #expect(metrics.plugin(named: "(host)").name == "(other)")
+        metrics.ended(plugin: "calc", .success, code: 0, nanoseconds: 0)
+        metrics.ended(plugin: "not-loaded", .cancel, code: 0, nanoseconds: 0)
+        metrics.ended(plugin: nil, .error, code: ErrorCodeLabel.invalidURL, nanoseconds: 0)
+        #expect(metrics.counts(of: "calc").outcomeCount(.success) == 1)
+        #expect(metrics.other.outcomeCount(.cancel) == 1)
+        #expect(metrics.host.outcomeCount(.error, code: ErrorCodeLabel.invalidURL) == 1)
     }
 
     @Test func pluginLabelsAreBounded() {
@@ -84,5 +90,22 @@ import Testing
         metrics.input(.stdin).lines.add(5)
         metrics.input(.stdin).records.add(3)
         #expect(metrics.inFlight == 2)
+    }
+}
+
+@Suite struct LatencyHistogramTests {
+    @Test func bucketsAreUpperBoundsInclusive() {
+        #expect(LatencyHistogram.bounds.count + 2 == 14, "the sum's cell is the 14th")
+        #expect(LatencyHistogram.bounds.first == 5_000_000)
+        let histogram = LatencyHistogram()
+        for nanoseconds: UInt64 in [0, 5_000_000, 5_000_001, 30_000_000_000, 30_000_000_001] {
+            histogram.observe(nanoseconds: nanoseconds)
+        }
+        let (cumulative, sum) = histogram.snapshot
+        #expect(cumulative.first == 2)
+        #expect(cumulative[1] == 3)
+        #expect(cumulative[LatencyHistogram.bounds.count - 1] == 4)
+        #expect(cumulative.last == 5)
+        #expect(abs(sum - 60.010000002) < 1e-6)
     }
 }

@@ -66,8 +66,8 @@ extension Dispatcher {
                 }
                 return
             }
-            countEnded(answer, of: request)
             let sink = request.sink
+            countEnded(answer, of: request, to: sink)
             if case .bytes(let kind, let parameters, let base) = answer, sink.takesBytes {
                 sink.emit(answered: kind) { output in
                     ReplyCapture.appendRecord(kind, callback: callback, parameters: parameters, in: base, to: &output)

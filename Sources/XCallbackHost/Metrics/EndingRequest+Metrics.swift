@@ -11,12 +11,12 @@ extension Dispatcher {
     /// code, its latency, its input's records and invalid lines. A few
     /// relaxed atomic adds; nothing at all when metrics are off.
     @inline(__always)
-    func countEnded(_ answer: Ending, of request: some EndingRequest) {
+    func countEnded(_ answer: Ending, of request: some EndingRequest, to sink: OutputSink) {
         guard let metrics else { return }
-        countEnded(answer, of: request, in: metrics)
+        countEnded(answer, of: request, to: sink, in: metrics)
     }
 
-    private func countEnded(_ answer: Ending, of request: some EndingRequest, in metrics: HostMetrics) {
+    private func countEnded(_ answer: Ending, of request: some EndingRequest, to sink: OutputSink, in metrics: HostMetrics) {
         let outcome: OutcomeClass
         var code = 0
         switch answer.kind {
@@ -28,8 +28,7 @@ extension Dispatcher {
         }
         let started = request.started(timeout: timeout.nanoseconds)
         let now = MonotonicClock.coarseNow
-        metrics.counts(of: request.endedBy).ended(outcome, code: code, nanoseconds: started != 0 && now > started ? now - started : 0)
-        let sink = request.sink
+        metrics.ended(plugin: request.endedBy, outcome, code: code, nanoseconds: started != 0 && now > started ? now - started : 0)
         if let input = sink.input {
             input.records.add()
             if code == ErrorCodeLabel.invalidURL && outcome == .error { input.invalidLines.add() }
