@@ -75,6 +75,7 @@ public final class Host: Sendable {
                                            kernel: kernel)
         registry.addBuiltIn(responses, routes: ResponseWaiters.routes)
         _ = metrics?.plugin(named: responses.pluginName)
+        sampleWorkersForMetrics()
     }
 
     /// Every plug-in file found, loaded or refused.

@@ -78,6 +78,11 @@ extension HostMetrics {
         for plugin in loaded { out.sample("xcallback_plugin_quarantined", [("plugin", plugin.name)], plugin.isQuarantined ? 1 : 0) }
         out.family("xcallback_plugin_sandboxed", type: .gauge, help: "1 when the plug-in runs in sandboxed worker processes.")
         for plugin in loaded { out.sample("xcallback_plugin_sandboxed", [("plugin", plugin.name)], plugin.isSandboxed ? 1 : 0) }
+        let workers = workerSamples.filter { sample in loaded.contains { $0.name == sample.plugin } }
+        out.family("xcallback_worker_resident_memory_bytes", type: .gauge, help: "Resident memory of the plug-in's current worker process.")
+        for sample in workers { out.sample("xcallback_worker_resident_memory_bytes", [("plugin", sample.plugin)], sample.residentBytes) }
+        out.family("xcallback_worker_cpu_seconds", type: .counter, help: "CPU time (user and system) of the plug-in's current worker process.")
+        for sample in workers { out.sample("xcallback_worker_cpu_seconds_total", [("plugin", sample.plugin)], seconds: sample.cpuSeconds) }
         out.family("xcallback_sandbox_violations", type: .counter, help: "Workers ended by their sandbox, by system call.")
         for plugin in loaded {
             for (call, count) in plugin.violationCounts {

@@ -34,6 +34,8 @@ public final class HostMetrics: Sendable {
     private let current: Atomic<Unmanaged<PluginTable>>
     private let tables: SpinLock<[PluginTable]>
     private let started: UInt64
+    /// Reads each plug-in's worker processes at a scrape (the host's).
+    private let workerSampler = SpinLock<(@Sendable () -> [WorkerSample])?>(nil)
 
     /// Plug-in names kept apart; past them, `(other)`.
     public static let maxPlugins = 256
@@ -48,6 +50,17 @@ public final class HostMetrics: Sendable {
     }
 
     public func input(_ kind: InputKind) -> InputMetrics { inputs[kind.rawValue] }
+
+    /// How a scrape learns the workers' memory and CPU time: `sample` is
+    /// called once per scrape, on the scraping thread.
+    public func sampleWorkers(with sample: @escaping @Sendable () -> [WorkerSample]) {
+        workerSampler.withLock { $0 = sample }
+    }
+
+    var workerSamples: [WorkerSample] {
+        let sample = workerSampler.withLock { $0 }
+        return sample?() ?? []
+    }
 
     /// The counts of plug-in `name`, made when it is first loaded (a
     /// reloaded plug-in keeps counting where it was).
@@ -128,5 +141,20 @@ final class PluginTable: @unchecked Sendable {
             for index in names.indices where names[index] == name { return index }
             return nil
         }
+    }
+}
+
+/// One plug-in's current worker process as the kernel counts it.
+public struct WorkerSample: Sendable, Equatable {
+    public var plugin: String
+    public var residentBytes: UInt64
+    /// User and system time of the worker process (it restarts from 0 with
+    /// each new worker, which `rate()` takes as a counter reset).
+    public var cpuSeconds: Double
+
+    public init(plugin: String, residentBytes: UInt64, cpuSeconds: Double) {
+        self.plugin = plugin
+        self.residentBytes = residentBytes
+        self.cpuSeconds = cpuSeconds
     }
 }

@@ -73,6 +73,9 @@ struct MetricsTests {
         #expect(samples["xcallback_input_bytes_total{input=\"stdin\"}"] == Double(lines.reduce(0) { $0 + $1.utf8.count + 1 }))
         #expect(samples["xcallback_requests_in_flight"] == 0)
         #expect(samples["xcallback_worker_starts_total{plugin=\"calculator\"}"] == 1)
+        // The workers as the kernel counts them: some memory, some CPU time.
+        #expect((samples["xcallback_worker_resident_memory_bytes{plugin=\"calculator\"}"] ?? 0) > 1_000_000, "\(samples)")
+        #expect(samples["xcallback_worker_cpu_seconds_total{plugin=\"faulty\"}"].map { $0 >= 0 } == true, "\(samples)")
         #expect(samples.keys.contains { $0.hasPrefix("xcallback_build_info{version=\"") && $0.contains("isolation=\"process\"") })
         // No label carries request text.
         #expect(!samples.keys.contains { $0.contains("nothing") || $0.contains("lhs") || $0.contains("not a url") })

@@ -203,6 +203,10 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
         worker?.killIfStuck()
     }
 
+    /// The current worker's process, if one runs (`run --metrics` reads its
+    /// memory and CPU time).
+    var currentWorkerPID: pid_t? { state.withLock { $0.current?.pid } }
+
     /// Waits until the current worker has exited, or kills it at `deadline`.
     func waitForExit(until deadline: UInt64) {
         state.withLock { $0.current }?.waitForExit(until: deadline)
