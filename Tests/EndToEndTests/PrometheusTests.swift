@@ -5,6 +5,17 @@ import Testing
 import Glibc
 #endif
 
+extension Requirement {
+    static let promtool = Requirement("needs promtool: apt-get install prometheus") { promtoolProblem }
+    private static let promtoolProblem = toolProblem(["/usr/bin/promtool", "--version"])
+    static let prometheus = Requirement("needs the Prometheus server: apt-get install prometheus") { prometheusProblem }
+    private static let prometheusProblem = toolProblem(["/usr/bin/prometheus", "--version"])
+    static let script = Requirement("needs util-linux's script for a pseudo-terminal: apt-get install util-linux") {
+        scriptProblem
+    }
+    private static let scriptProblem = toolProblem(["/usr/bin/script", "--version"])
+}
+
 /// The metrics as Prometheus itself reads them (Debian's `prometheus`
 /// package: `promtool` and the server). Skipped, saying so, where it is
 /// not installed; under CI, which installs it, that fails instead.
@@ -13,18 +24,9 @@ struct PrometheusTests {
     static let promtool = "/usr/bin/promtool"
     static let server = "/usr/bin/prometheus"
 
-    /// Whether `tool` is there; if not, says so (and fails under CI).
-    static func available(_ tool: String, sourceLocation: SourceLocation = #_sourceLocation) -> Bool {
-        guard access(tool, X_OK) != 0 else { return true }
-        #expect(ProcessInfo.processInfo.environment["CI"] == nil, "CI installs prometheus (for \(tool))",
-                sourceLocation: sourceLocation)
-        print("Prometheus test skipped: \(tool) is not installed (apt-get install prometheus)")
-        return false
-    }
-
-    @Test("promtool check metrics finds nothing to say of either format", .scaledTimeLimit(minutes: 1))
+    @Test("promtool check metrics finds nothing to say of the text format", .requires(.promtool),
+          .scaledTimeLimit(minutes: 1))
     func promtoolCheck() throws {
-        guard Self.available(Self.promtool) else { return }
         let session = try MetricsTests.Session()
         for line in ["calc://x-callback-url/add?lhs=1&rhs=2", "calc://x-callback-url/add?lhs=1", "no url",
                      RestartTests.crash, "faulty://x-callback-url/sleep?ms=5"] {
@@ -40,9 +42,8 @@ struct PrometheusTests {
     }
 
     @Test("a Prometheus server scraping a host under load: its query API returns the host's request count",
-          .scaledTimeLimit(minutes: 2))
+          .requires(.prometheus), .scaledTimeLimit(minutes: 2))
     func realServer() throws {
-        guard Self.available(Self.server) else { return }
         let fixture = try HostFixture(["Calculator"], isolation: "process")
         let host = try fixture.start(["--metrics", "127.0.0.1:0", "--log-level", "notice"], stdin: .pipe)
         try #require(host.waitForStderr(containing: "serving metrics at 127.0.0.1:", timeout: TestTiming.scaled(10)),

@@ -27,7 +27,7 @@ struct TopTests {
     }
 
     @Test("in a terminal: draws a row per plug-in, refreshes, sorts on a key, quits on q and restores the screen",
-          .enabled(if: access(script, X_OK) == 0, "needs util-linux's script for a pseudo-terminal"),
+          .requires(.script),
           .scaledTimeLimit(minutes: 1))
     func terminal() throws {
         let session = try MetricsTests.Session()
