@@ -99,7 +99,7 @@ extension Dispatcher {
     /// Promotion: the general path takes over a call still in its handler.
     private func takeOver(_ call: SynchronousCall, reply: xcallback_reply) -> (PendingRequest, HandlerCall) {
         let pending = generalRequest(for: call)
-        let handlerCall = beginHandedOver(pending, plugin: call.plugin)
+        let handlerCall = begin(pending, plugin: call.plugin)
         handlerCall.whenAbandoned { HostAPI.replies.expire(reply) }
         return (pending, handlerCall)
     }

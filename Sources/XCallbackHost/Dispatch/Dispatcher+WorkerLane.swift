@@ -33,11 +33,9 @@ extension Dispatcher: WorkerLaneOwner {
         let pending = request.line.withUnsafeBufferPointer { line in
             handOver(line: line, id: request.requestID, sequence: request.sequence, sink: request.sink!, started: started)
         }
-        let call = beginHandedOver(pending, plugin: plugin)
+        let call = begin(pending, plugin: plugin)
         inFlight.add(pending)
-        let fields = RequestFields(url: pending.urlText, scheme: pending.url.scheme, source: pending.url.source,
-                                   parameters: pending.url.parameters.items, arguments: [], id: request.requestID)
-        return AdoptedRequest(call: call, fields: fields, expire: { [self] in expire(pending) })
+        return AdoptedRequest(call: call, fields: pending.fields(arguments: []), expire: { [self] in expire(pending) })
     }
 
     /// Ends a request in a worker's slot with the answer its reply thread

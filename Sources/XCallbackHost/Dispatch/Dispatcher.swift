@@ -43,7 +43,6 @@ final class Dispatcher: SynchronousCallOwner, InFlightOwner, Sendable {
 
     func stop() { inFlight.stop() }
 
-    /// Ends every request still pending with `Timeout` (shutdown).
     /// A stop's grace period has passed: every request still in flight is
     /// answered `Timeout`, saying so.
     func expireAll(stoppedWithGrace grace: Duration) {
@@ -147,14 +146,8 @@ final class Dispatcher: SynchronousCallOwner, InFlightOwner, Sendable {
             finish(pending, HostError.notFound(message))
             return
         }
-        let fields = RequestFields(
-            url: pending.urlText, scheme: pending.url.scheme, source: pending.url.source,
-            parameters: pending.url.parameters.items,
-            arguments: match.arguments.map { QueryParameter(name: $0.name, value: $0.value) }, id: pending.id,
-            attempt: pending.attempt)
-        let plugin = match.value.pluginName
-        let call = handlerCall(for: pending, plugin: plugin)
-        pending.began(call, plugin: plugin)
+        let fields = pending.fields(arguments: match.arguments.map { QueryParameter(name: $0.name, value: $0.value) })
+        let call = begin(pending, plugin: match.value.pluginName)
         // The built-in await keeps its own, longer deadline.
         if previous == nil && !match.value.endpoint.keepsOwnDeadlines { inFlight.add(pending) }
         match.value.endpoint.invoke(handler: match.value.handlerIndex, request: fields, call: call)
@@ -180,8 +173,9 @@ final class Dispatcher: SynchronousCallOwner, InFlightOwner, Sendable {
         return pending
     }
 
-    /// The call of the handler a handed-over request is already in.
-    func beginHandedOver(_ pending: PendingRequest, plugin: String) -> HandlerCall {
+    /// The call through which `plugin`'s handler, which the request is
+    /// about to enter (or, handed over, is already in), answers it.
+    func begin(_ pending: PendingRequest, plugin: String) -> HandlerCall {
         let call = handlerCall(for: pending, plugin: plugin)
         pending.began(call, plugin: plugin)
         return call

@@ -1,4 +1,5 @@
 import Synchronization
+import XCallbackBridge
 import XCallbackRouting
 import XCallbackSystem
 import XCallbackURL
@@ -93,6 +94,12 @@ final class PendingRequest: Sendable {
             }
             return state.rest!.next()
         }
+    }
+
+    /// The request as an endpoint is given it, with a route's `arguments`.
+    func fields(arguments: [QueryParameter]) -> RequestFields {
+        RequestFields(url: urlText, scheme: url.scheme, source: url.source, parameters: url.parameters.items,
+                      arguments: arguments, id: id, attempt: attempt)
     }
 
     func began(_ call: HandlerCall, plugin: String) {

@@ -79,16 +79,19 @@ extension Dispatcher {
         }
     }
 
-    /// Ends a line that never reached a route (it did not parse, named a
-    /// callback the host could not deliver to, came during a stop, or was
-    /// too long), at `callback` when one is given.
+    /// Ends a request with an outcome of the host's own and no route's
+    /// answer (a line that did not parse, named a callback the host could
+    /// not deliver to, came during a stop, or was too long; a chain past
+    /// its hops, or with a callback that did not parse), at `callback` when
+    /// one is given.
     func end(_ outcome: Outcome, ofUnroutedLine input: String, callback: String? = nil, sequence: UInt64,
              sink: OutputSink) {
         end(.outcome(outcome), of: UnroutedRequest(sequence: sequence, sink: sink, input: input, callback: callback))
     }
 }
 
-/// A request that ended before any route took it: it starts no chain.
+/// A request the host ends itself, with no route's answer to deliver (a
+/// line refused before dispatch, a chain cut short): it starts no chain.
 struct UnroutedRequest: EndingRequest {
     var sequence: UInt64
     var sink: OutputSink
