@@ -50,12 +50,6 @@ public final class BufferedWriter: Flushable, @unchecked Sendable {
         self.onClosed = onClosed
     }
 
-    /// Whether `descriptor` is the same pipe as stderr (`2>&1`): then
-    /// records must be written in whole-line pieces (`wholeLines`).
-    public static func sharesPipeWithStderr(_ descriptor: Int32) -> Bool {
-        SharedPipe.isSame(descriptor, as: 2)
-    }
-
     /// Adds bytes; `fill` appends them to the buffer under the writer's lock,
     /// so callers that must keep an order among themselves can rely on it.
     public func append(_ fill: (inout [UInt8]) -> Void) {

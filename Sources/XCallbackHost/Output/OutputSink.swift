@@ -44,7 +44,7 @@ final class OutputSink: Sendable {
         // Under `2>&1` the log writes to the same pipe: records then go in
         // whole-line pieces no log line can split.
         let writer = BufferedWriter(descriptor: descriptor, patience: nil,
-                                    wholeLines: BufferedWriter.sharesPipeWithStderr(descriptor),
+                                    wholeLines: SharedPipe.isSame(descriptor, as: 2),
                                     onClosed: onClosed,
                                     onWritten: input.map { input -> @Sendable (UInt64) -> Void in { input.outputWaitNanoseconds.add($0) } })
         self.init(writer: writer, format: format, keepOrder: keepOrder, opener: opener, tally: tally, input: input)
