@@ -10,12 +10,12 @@ import PackageDescription
 //   XCallbackURL      parse a line, percent-coding, outcome encoding; re-exports
 //                     XCallbackParameters (stdlib only: hot path)
 //   XCallbackRouting  route patterns and the route table (stdlib only: hot path)
-//   XCallbackMetrics  the counters of `run --metrics` and their text formats
-//                     (stdlib and Synchronization only: counted on the hot path)
 //   XCallbackSandbox  capabilities a plug-in declares and an operator grants, and
 //                     the kernel sandbox a worker enters before it loads one
 //   XCallbackSystem   threads, locks, what a child process is given, its output
 //                     relayed to the log, and the diagnostics stream
+//   XCallbackMetrics  the counters of `run --metrics` and their text formats
+//                     (counted on the hot path with atomics alone)
 //   XCallbackBridge   the C ABI bridge: plug-in files found, checked and loaded,
 //                     the host API table, requests and replies in C's shapes, libffi
 //   XCallbackWire     the frames and the shared page between host and worker,
@@ -79,7 +79,6 @@ let package = Package(
     targets: [
         .target(name: "XCallbackURL", dependencies: [.product(name: "XCallbackParameters", package: "swift")]),
         .target(name: "XCallbackRouting"),
-        .target(name: "XCallbackMetrics", swiftSettings: crossModuleOptimized),
         .target(name: "CHostSupport"),
         // xcallback.h, embedded for `xcallback sdk` (C23 #embed).
         .target(name: "CSDKHeader"),
@@ -110,6 +109,9 @@ let package = Package(
             ],
             swiftSettings: crossModuleOptimized
         ),
+        // The counters of `run --metrics`: the system module's lock for what
+        // is rare (a plug-in loaded, a scrape), atomics for every request.
+        .target(name: "XCallbackMetrics", dependencies: ["XCallbackSystem"], swiftSettings: crossModuleOptimized),
         // The C ABI bridge: a plug-in file checked and loaded, its
         // descriptor read, the host API table it registers through, requests
         // and replies in C's shapes, and libffi bindings.

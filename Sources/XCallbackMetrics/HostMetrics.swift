@@ -1,4 +1,5 @@
 import Synchronization
+import XCallbackSystem
 
 /// What the host was built as and runs with: the `xcallback_build_info` labels.
 public struct BuildInfo: Sendable, Equatable {
@@ -32,10 +33,10 @@ public final class HostMetrics: Sendable {
     /// The current table, read without a lock; every table ever published
     /// is kept in `tables`, so a reader's unretained one never goes away.
     private let current: Atomic<Unmanaged<PluginTable>>
-    private let tables: SpinLock<[PluginTable]>
+    private let tables: Lock<[PluginTable]>
     private let started: UInt64
     /// Reads each plug-in's worker processes at a scrape (the host's).
-    private let workerSampler = SpinLock<(@Sendable () -> [WorkerSample])?>(nil)
+    private let workerSampler = Lock<(@Sendable () -> [WorkerSample])?>(nil)
 
     /// Plug-in names kept apart; past them, `(other)`.
     public static let maxPlugins = 256
@@ -44,7 +45,7 @@ public final class HostMetrics: Sendable {
         self.build = build
         inputs = InputKind.allCases.map(InputMetrics.init(kind:))
         let empty = PluginTable(entries: [])
-        tables = SpinLock([empty])
+        tables = Lock([empty])
         current = Atomic(Unmanaged.passUnretained(empty))
         started = startTimeSeconds
     }

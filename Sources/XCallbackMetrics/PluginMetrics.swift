@@ -1,3 +1,4 @@
+import XCallbackSystem
 /// Why a worker ended before its time: the `cause` label.
 public enum WorkerEndCause: Int, Sendable, CaseIterable {
     /// Killed by a signal or exited on its own.
@@ -35,7 +36,7 @@ public final class PluginMetrics: Sendable {
     let quarantinedNow = Counter()
     /// 1 when it runs in sandboxed worker processes, 0 in process or unsandboxed.
     let sandboxedNow = Counter()
-    let violations = SpinLock<[(call: String, count: UInt64)]>([])
+    let violations = Lock<[(call: String, count: UInt64)]>([])
 
     /// System call names kept apart per plug-in; past them, `other`.
     static let maxViolationNames = 32
