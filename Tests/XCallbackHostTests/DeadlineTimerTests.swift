@@ -28,7 +28,7 @@ struct DeadlineTimerTests {
 
         init(start: Bool = true) {
             timer = DeadlineTimer(onExpiry: { [expiries] request in
-                expiries.append(Expiry(id: request.id, deadline: request.deadline, at: MonotonicClock.now))
+                expiries.append(Expiry(id: request.request.id, deadline: request.deadline, at: MonotonicClock.now))
             }, onTick: { [ticks] now in ticks.append(now) })
             if start { timer.start() }
         }

@@ -16,7 +16,7 @@ struct InFlightTableTests {
         /// (the lane, the cutoff it was swept with)
         let laneSweeps = EventLog<(ObjectIdentifier, UInt64)>()
 
-        func expire(_ request: PendingRequest) { expired.append(request.id) }
+        func expire(_ request: PendingRequest) { expired.append(request.request.id) }
 
         func expireLaneCall(in lane: FastLane, startedBefore cutoff: UInt64) {
             laneSweeps.append((ObjectIdentifier(lane), cutoff))

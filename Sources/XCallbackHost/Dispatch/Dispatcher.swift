@@ -218,7 +218,7 @@ final class Dispatcher: SynchronousCallOwner, InFlightOwner, Sendable {
         do {
             let url = try RequestURL(parsing: next, limits: limits)
             // A fed request's chain keeps its number: the queue's request id.
-            let identity = pending.keepsID ? RequestIdentity(id: pending.id, attempt: pending.attempt) : nil
+            let identity = pending.keepsID ? RequestIdentity(id: pending.request.id, attempt: pending.request.attempt) : nil
             start(url, text: next, input: pending.input, hop: pending.hop + 1, sequence: pending.sequence, sink: pending.sink,
                   identity: identity)
         } catch {

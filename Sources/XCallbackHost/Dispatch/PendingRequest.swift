@@ -8,11 +8,12 @@ import XCallbackURL
 /// outcome. Finishing is a race between the handler, the deadline and
 /// shutdown; `claim()` lets exactly one of them win.
 final class PendingRequest: Sendable {
-    /// The host's number for this request (`request_id`, and its log lines).
-    let id: UInt64
-    /// The attempt at running it (`request_attempt`): 1 but for a fed
-    /// request a queue claimed again.
-    let attempt: UInt32
+    /// The request as every route is given it, built once from the line:
+    /// its text (`request_url`), scheme, source and parameters, the host's
+    /// number for it (`request_id`) and the attempt (`request_attempt`: 1
+    /// but for a fed request a queue claimed again). Only a route's
+    /// arguments differ from one attempt to the next (`fields(arguments:)`).
+    let request: RequestFields
     /// Whether `id` was given by the caller (a fed request), so a chain
     /// keeps it instead of taking the host's next number.
     let keepsID: Bool
@@ -20,10 +21,8 @@ final class PendingRequest: Sendable {
     let sequence: UInt64
     /// The line that started the chain, for the `jsonl` record.
     let input: String
-    /// This hop's request.
+    /// This hop's line, parsed: what routing and the callbacks read.
     let url: RequestURL
-    /// This hop's request text, as handlers see it (`request_url`).
-    let urlText: String
     /// 0 for the line itself, 1... for callbacks dispatched internally.
     let hop: Int
     let sink: OutputSink
@@ -48,13 +47,12 @@ final class PendingRequest: Sendable {
 
     init(id: UInt64, attempt: UInt32 = 1, keepsID: Bool = false, sequence: UInt64, input: String, url: RequestURL, urlText: String, hop: Int,
          sink: OutputSink, deadline: UInt64, table: RouteTable<RouteTarget>) {
-        self.id = id
-        self.attempt = attempt
+        request = RequestFields(url: urlText, scheme: url.scheme, source: url.source, parameters: url.parameters.items,
+                                arguments: [], id: id, attempt: attempt)
         self.keepsID = keepsID
         self.sequence = sequence
         self.input = input
         self.url = url
-        self.urlText = urlText
         self.hop = hop
         self.sink = sink
         self.deadline = deadline
@@ -98,8 +96,9 @@ final class PendingRequest: Sendable {
 
     /// The request as an endpoint is given it, with a route's `arguments`.
     func fields(arguments: [QueryParameter]) -> RequestFields {
-        RequestFields(url: urlText, scheme: url.scheme, source: url.source, parameters: url.parameters.items,
-                      arguments: arguments, id: id, attempt: attempt)
+        var fields = request
+        fields.arguments = arguments
+        return fields
     }
 
     func began(_ call: HandlerCall, plugin: String) {
