@@ -76,6 +76,7 @@ public final class Host: Sendable {
         registry.addBuiltIn(responses, routes: ResponseWaiters.routes)
         _ = metrics?.plugin(named: responses.pluginName)
         sampleWorkersForMetrics()
+        countInFlightForMetrics()
     }
 
     /// Every plug-in file found, loaded or refused.

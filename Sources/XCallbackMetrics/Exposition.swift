@@ -61,6 +61,13 @@ extension HostMetrics {
         }
 
         let loaded = plugins.filter { $0 !== host && $0 !== other }
+        let inFlight = inFlightByPlugin
+        out.family("xcallback_plugin_requests_in_flight", type: .gauge,
+                   help: "Requests handed to the plug-in and not yet answered, in process or in a worker.")
+        for plugin in loaded { out.sample("xcallback_plugin_requests_in_flight", [("plugin", plugin.name)], inFlight[plugin.name] ?? 0) }
+        if let others = inFlight[other.name] {
+            out.sample("xcallback_plugin_requests_in_flight", [("plugin", other.name)], others)
+        }
         out.family("xcallback_worker_starts", type: .counter, help: "Worker processes started, the first included.")
         for plugin in loaded { out.sample("xcallback_worker_starts_total", [("plugin", plugin.name)], plugin.workerStarts.current) }
         out.family("xcallback_worker_restarts", type: .counter, help: "Worker processes started again after one ended.")

@@ -37,6 +37,8 @@ public final class HostMetrics: Sendable {
     private let started: UInt64
     /// Reads each plug-in's worker processes at a scrape (the host's).
     private let workerSampler = Lock<(@Sendable () -> [WorkerSample])?>(nil)
+    /// Counts each plug-in's requests in flight at a scrape (the host's).
+    private let inFlightCounter = Lock<(@Sendable () -> [String: Int])?>(nil)
 
     /// Plug-in names kept apart; past them, `(other)`.
     public static let maxPlugins = 256
@@ -56,6 +58,23 @@ public final class HostMetrics: Sendable {
     /// called once per scrape, on the scraping thread.
     public func sampleWorkers(with sample: @escaping @Sendable () -> [WorkerSample]) {
         workerSampler.withLock { $0 = sample }
+    }
+
+    /// How a scrape learns each plug-in's requests in flight: `count` is
+    /// called once per scrape and gives a count by plug-in name.
+    public func countInFlight(with count: @escaping @Sendable () -> [String: Int]) {
+        inFlightCounter.withLock { $0 = count }
+    }
+
+    /// Requests in flight by plug-in, each name as the other families
+    /// label it (a name no loaded plug-in has counts as `(other)`).
+    var inFlightByPlugin: [String: UInt64] {
+        guard let count = inFlightCounter.withLock({ $0 }) else { return [:] }
+        var labelled: [String: UInt64] = [:]
+        for (name, value) in count() where value > 0 {
+            labelled[lookUp(name)?.name ?? other.name, default: 0] += UInt64(value)
+        }
+        return labelled
     }
 
     var workerSamples: [WorkerSample] {

@@ -16,10 +16,11 @@ struct MetricsTests {
         let metrics: String
         private var answered = 0
 
-        init(_ plugins: [String] = ["Calculator", "Faulty"], isolation: String = "process", arguments: [String] = []) throws {
+        init(_ plugins: [String] = ["Calculator", "Faulty"], isolation: String = "process", output: String = "jsonl",
+             arguments: [String] = []) throws {
             fixture = try HostFixture(plugins, isolation: isolation)
             metrics = fixture.scratch.file("metrics.sock")
-            host = try fixture.start(["--output", "jsonl", "--metrics", metrics] + arguments, stdin: .pipe)
+            host = try fixture.start(["--output", output, "--metrics", metrics] + arguments, stdin: .pipe)
             try #require(waitForSocketListener(metrics, host: host), "stderr: \(host.stderr)")
         }
 
@@ -97,6 +98,33 @@ struct MetricsTests {
         _ = "GET /met".withCString { send(stalled, $0, 8, Int32(MSG_NOSIGNAL)) }
         #expect(Scrape.waitFor(unix: session.metrics, timeout: 10) { !$0.isEmpty }.held)
         session.finish()
+    }
+
+    @Test("requests in flight, by plug-in, wherever they wait: in a handler, kept by one, in a worker",
+          .scaledTimeLimit(minutes: 1),
+          // Records in `url` form let a worker's requests take its lane (`WorkerSlots`).
+          arguments: [("none", "jsonl"), ("process", "jsonl"), ("process", "url")])
+    func inFlight(isolation: String, output: String) throws {
+        let session = try Session(["Faulty", "Calculator"], isolation: isolation, output: output,
+                                  arguments: ["--timeout", "60", "--grace-period", "0.5"])
+        let host = session.host
+        let gauge = "xcallback_plugin_requests_in_flight{plugin=\"faulty\"}"
+        #expect(host.write("calc://x-callback-url/add?lhs=1&rhs=1\n"))
+        #expect(host.waitForStdoutLines(1, timeout: TestTiming.scaled(10)), "stderr: \(host.stderr)")
+        #expect(try session.samples()[gauge] == 0)
+        // A handler that never returns, one that returns and never
+        // answers, and one that answers in a minute.
+        for action in ["hang", "never", "sleep?ms=60000"] {
+            #expect(host.write("faulty://x-callback-url/\(action)\n"))
+        }
+        let (held, samples) = Scrape.waitFor(unix: session.metrics) { $0[gauge] == 3 }
+        #expect(held, "\(samples.filter { $0.key.contains("in_flight") })")
+        #expect(samples["xcallback_plugin_requests_in_flight{plugin=\"calculator\"}"] == 0)
+        // A stop ends all three at its grace period.
+        host.send(signal: SIGTERM)
+        #expect(host.waitForExit(timeout: TestTiming.scaled(15)) == .exited(0), "stderr: \(host.stderr)")
+        let ended = host.stdoutLines.dropFirst()
+        #expect(ended.count == 3 && ended.allSatisfy { $0.contains("Timeout") }, "stdout: \(host.stdout)")
     }
 
     @Test("a crash: PluginCrashed, one crash by cause, one restart", .scaledTimeLimit(minutes: 1))

@@ -51,6 +51,11 @@ final class DeadlineTimer: Sendable {
         for request in due { onExpiry(request) }
     }
 
+    /// The requests waiting for their outcome now (a metrics scrape's).
+    var unfinished: [PendingRequest] {
+        state.withLock { $0.queue.filter { !$0.isFinished } }
+    }
+
     func add(_ request: PendingRequest) {
         state.withLock { state in
             var index = state.queue.endIndex

@@ -1,3 +1,5 @@
+import CXCallback
+import XCallbackBridge
 import XCallbackSystem
 
 /// Every request the host has handed to a handler and not yet ended, and
@@ -62,6 +64,28 @@ final class InFlightTable: Sendable {
     func expireAll() {
         timer.expireAll()
         sweep(now: .max)
+    }
+
+    /// How many requests each plug-in's handlers hold now, wherever they
+    /// wait (`run --metrics`). A scrape's walk, so the requests themselves
+    /// pay nothing for it; a request the general path has not yet handed
+    /// to a route is nobody's yet.
+    func countByPlugin() -> [String: Int] {
+        var counts: [String: Int] = [:]
+        for request in timer.unfinished {
+            if let plugin = request.currentPlugin { counts[plugin, default: 0] += 1 }
+        }
+        for lane in lanes.withLock({ $0.compactMap(\.lane) }) {
+            let marker = lane.inFlight.load(ordering: .acquiring)
+            if marker != 0, let plugin = HostAPI.replies.plugin(of: xcallback_reply(token: marker - 1)) {
+                counts[plugin, default: 0] += 1
+            }
+        }
+        for worker in workers.withLock({ $0.compactMap(\.worker) }) {
+            let count = worker.laneRequestCount
+            if count > 0 { counts[worker.ready.info.name, default: 0] += count }
+        }
+        return counts
     }
 
     /// Every request sent before `now - timeout` (all of them with `.max`)

@@ -36,6 +36,12 @@ extension String {
 }
 
 extension Host {
+    /// Lets a scrape count each plug-in's requests in flight.
+    func countInFlightForMetrics() {
+        // Weakly: the dispatcher holds the metrics that hold this closure.
+        metrics?.countInFlight { [weak dispatcher] in dispatcher?.inFlight.countByPlugin() ?? [:] }
+    }
+
     /// Lets a scrape read every worker's memory and CPU time.
     func sampleWorkersForMetrics() {
         metrics?.sampleWorkers { [registry] in

@@ -418,6 +418,9 @@ extension WorkerProcess {
     /// The deadline timer's side: requests in the lane past their deadline
     /// join the general path, which answers them `Timeout` (and, for a
     /// handler that never returned, reports the worker hung).
+    /// Requests this worker's lane has sent and not seen answered.
+    var laneRequestCount: Int { lane.load()?.count ?? 0 }
+
     func expireSlots(startedBefore cutoff: UInt64) {
         guard let slots = lane.load(), !slots.isEmpty else { return }
         // Taken and tracked under the state lock, in one step: a `returned`

@@ -78,6 +78,9 @@ final class WorkerSlots: @unchecked Sendable {
 
     var isEmpty: Bool { outstanding.load(ordering: .sequentiallyConsistent) == 0 }
 
+    /// Requests sent and not yet taken back (a metrics scrape's count).
+    var count: Int { max(outstanding.load(ordering: .relaxed), 0) }
+
     /// The slot for `id`, if it is free: fill it with `fill`, then
     /// `publish(id)`. Only the thread that sends (under the writer's lock).
     func freeSlot(for id: UInt64) -> UnsafeMutablePointer<Request>? {
