@@ -15,23 +15,22 @@ import XCallbackSystem
 /// `Timeout` through its owner (`Dispatcher.expire`).
 final class InFlightTable: Sendable {
     private let timeout: UInt64
-    private let owner = OwnerReference()
+    private let links = Links()
     private let lanes = Lock<[WeakLane]>([])
     private let workers = Lock<[WeakWorker]>([])
     private let timer: DeadlineTimer
 
     init(timeout: Duration) {
         self.timeout = timeout.nanoseconds
-        let owner = owner
-        let sweep = SweepForwarder()
-        timer = DeadlineTimer(onExpiry: { owner.target?.expire($0) }, onTick: { sweep.table?.sweep(now: $0) })
-        sweep.table = self
+        let links = links
+        timer = DeadlineTimer(onExpiry: { links.owner?.expire($0) }, onTick: { links.table?.sweep(now: $0) })
+        links.table = self
     }
 
     /// Starts the clock; `owner` ends what it finds over. Held weakly: the
     /// owner owns the table.
     func start(owner: some InFlightOwner) {
-        self.owner.target = owner
+        links.owner = owner
         timer.start()
     }
 
@@ -91,7 +90,7 @@ final class InFlightTable: Sendable {
     /// Every request sent before `now - timeout` (all of them with `.max`)
     /// is over: the general path's are the timer's own; these are the lanes'.
     private func sweep(now: UInt64) {
-        guard let owner = owner.target else { return }
+        guard let owner = links.owner else { return }
         let cutoff = now == .max ? .max : (now > timeout ? now - timeout : 0)
         for worker in workers.withLock({ $0.compactMap(\.worker) }) { worker.expireSlots(startedBefore: cutoff) }
         for lane in lanes.withLock({ $0.compactMap(\.lane) }) { owner.expireLaneCall(in: lane, startedBefore: cutoff) }
@@ -106,16 +105,13 @@ protocol InFlightOwner: AnyObject, Sendable {
     func expireLaneCall(in lane: FastLane, startedBefore cutoff: UInt64)
 }
 
-/// The table's owner, set once before the clock starts.
-private final class OwnerReference: @unchecked Sendable {
-    // @unchecked: written once in `start`, before the clock's thread exists.
-    weak var target: (any InFlightOwner)?
-}
-
-/// Breaks the init-order cycle between the table and its clock.
-private final class SweepForwarder: @unchecked Sendable {
-    // @unchecked: written once in `init`, before the clock starts.
+/// What the clock's callbacks reach, held weakly: the table owns the
+/// clock, and the owner owns the table.
+private final class Links: @unchecked Sendable {
+    // @unchecked: both are written once before the clock's thread exists
+    // (`table` in the table's init, `owner` in `start`), then only read.
     weak var table: InFlightTable?
+    weak var owner: (any InFlightOwner)?
 }
 
 /// A lane the table watches without keeping it alive.
