@@ -24,6 +24,40 @@ enum PokemonType: String, CaseIterable, ParameterValue {
         #expect(Float(parameterValue: "1e39") == nil)
     }
 
+    /// Most decimals skip strtod (Clinger's fast path); each must still be
+    /// the very double the standard library reads, sign of zero included.
+    @Test func decimalsReadAsTheStandardLibraryReadsThem() {
+        var generator = SplitMix(seed: 0x5EED)
+        let digits = Array("0123456789")
+        func digitString(_ count: Int) -> String { String((0..<count).map { _ in digits[Int(generator.next() % 10)] }) }
+        var texts = ["0", "-0", "0.0", "-0.000", "0e5", "-0e-400", "9007199254740992", "9007199254740993",
+                     "1e22", "1e23", "1e-22", "1e-23", "4.35", "0.1", "123456789012345678", "1234567890123456789",
+                     "12345678901234567890", "00000000000000000000001", "0.00000000000000000000001e22",
+                     "1.7976931348623157e308", "4.9e-324", "2.2250738585072014e-308", "+.5", "5.", "-1e0000"]
+        for _ in 0..<200_000 {
+            var text = ""
+            switch generator.next() % 3 {
+            case 0: text += "-"
+            case 1: text += generator.next() % 4 == 0 ? "+" : ""
+            default: break
+            }
+            let whole = Int(generator.next() % 12)
+            let fraction = Int(generator.next() % 12)
+            text += String(repeating: "0", count: Int(generator.next() % 3)) + digitString(whole)
+            if fraction > 0 || whole == 0 { text += "." + digitString(max(fraction, 1)) }
+            if generator.next() % 3 == 0 {
+                text += generator.next() % 2 == 0 ? "e" : "E"
+                text += ["", "+", "-"][Int(generator.next() % 3)] + String(generator.next() % 40)
+            }
+            texts.append(text)
+        }
+        for text in texts {
+            let expected = Double(text).flatMap { $0.isFinite ? $0 : nil }
+            let read = Double(parameterValue: text)
+            #expect(read?.bitPattern == expected?.bitPattern, "\(text): \(String(describing: read)) vs \(String(describing: expected))")
+        }
+    }
+
     @Test func integers() {
         #expect(Int(parameterValue: "25") == 25)
         #expect(Int(parameterValue: "-3") == -3)
@@ -139,6 +173,16 @@ enum PokemonType: String, CaseIterable, ParameterValue {
         #expect(DecimalText.format(1024.25) == "1024.25")
         #expect(DecimalText.format(.nan) == "nan")
         #expect(DecimalText.format(-.infinity) == "-inf")
+        // A negative value that needs rounding: its sign is not rounded with it.
+        #expect(DecimalText.format(-1.0 / 3) == "-0.333333333333333")
+        #expect(DecimalText.format(-123456789012345680) == "-1.23456789012346e+17")
+        #expect(DecimalText.format(-9.9999999999999999e-7) == "-0.000001")
+        var generator = SplitMix(seed: 7)
+        for _ in 0..<20_000 {
+            let value = Double(bitPattern: generator.next() & ~(1 << 63))
+            guard value.isFinite, value != 0 else { continue }
+            #expect(DecimalText.format(-value) == "-" + DecimalText.format(value), "\(value)")
+        }
     }
 
     @Test func collectionBehaviour() {
@@ -149,5 +193,18 @@ enum PokemonType: String, CaseIterable, ParameterValue {
         #expect(parameters.first("types") == "water, grass")
         #expect(parameters.all("types") == ["water, grass", "fire", ""])
         #expect(QueryParameters().isEmpty)
+    }
+}
+
+/// A small deterministic generator, so a failure names inputs that come again.
+struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }

@@ -22,7 +22,7 @@ public enum DecimalText {
         }
         let shortest = value.description
         if fitsAsIs(shortest) { return shortest }
-        return rounded(value)
+        return rounded(value, shortest: shortest)
     }
 
     /// No exponent and at most `significantDigits` significant digits.
@@ -44,10 +44,12 @@ public enum DecimalText {
 
     /// Rounds the shortest form's digits half up to `significantDigits`
     /// and renders them, in stack buffers: this runs for most quotients.
-    private static func rounded(_ value: Double) -> String {
-        var shortest = value.magnitude.description  // "3.0000000000000004", "1e-05", "1.5e+20"
-        return shortest.withUTF8 { text in
-            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 96) { buffer in
+    private static func rounded(_ value: Double, shortest: String) -> String {
+        var shortest = shortest  // "3.0000000000000004", "-1e-05", "1.5e+20"
+        return shortest.withUTF8 { signed in
+            // The sign is written again below.
+            let text = signed.first == UInt8(ascii: "-") ? UnsafeBufferPointer(rebasing: signed.dropFirst()) : signed
+            return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 96) { buffer in
                 let digits = buffer.baseAddress!
                 let output = digits + 32
                 var count = 0

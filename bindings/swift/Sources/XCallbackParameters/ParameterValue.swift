@@ -61,7 +61,7 @@ extension Double: ParameterValue {
     /// Decimal notation only ("2", "4.2", "-1e3", ".5"): no "nan", "inf",
     /// hex floats or surrounding blanks, and nothing that overflows to infinity.
     public init?(parameterValue text: String) {
-        guard DecimalSyntax.isDecimal(text), let value = Double(text), value.isFinite else { return nil }
+        guard let value = DecimalSyntax.double(text), value.isFinite else { return nil }
         self = value
     }
 }
@@ -90,6 +90,96 @@ extension Bool: ParameterValue {
 
 /// `[+-]? digits [. digits] [(e|E) [+-]? digits]`, with at least one digit before the exponent.
 enum DecimalSyntax {
+    /// The value of a decimal's text; nil when the text is not one
+    /// (`isDecimal`).
+    ///
+    /// Nearly every number people send takes Clinger's fast path, without
+    /// strtod: at most 19 significant digits that make an integer up to
+    /// 2^53, scaled by a power of ten up to 10^22. Both are exact doubles,
+    /// so one IEEE multiplication or division rounds correctly, giving
+    /// the very double `Double(text)` gives. Anything else is the standard
+    /// library's.
+    static func double(_ text: String) -> Double? {
+        switch text.utf8.withContiguousStorageIfAvailable(quickDouble) {
+        case .some(.some(let value)): return value
+        default: return isDecimal(text) ? Double(text) : nil
+        }
+    }
+
+    /// Clinger's fast path over valid decimal text; nil when the text is
+    /// not valid or needs more than it.
+    static func quickDouble(_ bytes: UnsafeBufferPointer<UInt8>) -> Double? {
+        var index = 0
+        let count = bytes.count
+        @inline(__always) func digit() -> UInt64? {
+            guard index < count else { return nil }
+            let value = bytes[index] &- UInt8(ascii: "0")
+            return value < 10 ? UInt64(value) : nil
+        }
+        var negative = false
+        if index < count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
+            negative = bytes[index] == UInt8(ascii: "-")
+            index += 1
+        }
+        var mantissa: UInt64 = 0
+        var significant = 0
+        var digits = 0
+        var exponent = 0
+        var fraction = false
+        while true {
+            if let value = digit() {
+                digits += 1
+                if significant > 0 || value != 0 {
+                    significant += 1
+                    guard significant <= 19 else { return nil }
+                    mantissa = mantissa &* 10 &+ value
+                }
+                if fraction { exponent -= 1 }
+                index += 1
+            } else if !fraction, index < count, bytes[index] == UInt8(ascii: ".") {
+                fraction = true
+                index += 1
+            } else {
+                break
+            }
+        }
+        guard digits > 0 else { return nil }
+        if index < count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
+            index += 1
+            var negativeExponent = false
+            if index < count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
+                negativeExponent = bytes[index] == UInt8(ascii: "-")
+                index += 1
+            }
+            var written = 0
+            var exponentDigits = 0
+            while let value = digit() {
+                exponentDigits += 1
+                guard exponentDigits <= 4 else { return nil }
+                written = written * 10 + Int(value)
+                index += 1
+            }
+            guard exponentDigits > 0 else { return nil }
+            exponent += negativeExponent ? -written : written
+        }
+        guard index == count else { return nil }
+        let magnitude: Double
+        if mantissa == 0 {
+            magnitude = 0
+        } else {
+            guard mantissa <= 1 << 53, exponent >= -22, exponent <= 22 else { return nil }
+            magnitude = exponent >= 0 ? Double(mantissa) * exactPowersOfTen[exponent]
+                                      : Double(mantissa) / exactPowersOfTen[-exponent]
+        }
+        return negative ? -magnitude : magnitude
+    }
+
+    /// 10^0 ... 10^22: every power of ten a double holds exactly.
+    private static let exactPowersOfTen: [Double] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+        1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+    ]
+
     static func isDecimal(_ text: String) -> Bool {
         var iterator = text.utf8.makeIterator()
         var byte = iterator.next()
