@@ -56,6 +56,9 @@ public final class ReplyTable: Sendable {
 
     private struct Slot {
         var generation: UInt32 = 0
+        /// Whether `entry` is there: a plain field `liveIndex` can read
+        /// without copying (retaining) the entry.
+        var occupied = false
         var entry: Entry?
     }
 
@@ -112,6 +115,7 @@ public final class ReplyTable: Sendable {
                 storage.slots.append(Slot())
             }
             storage.slots[Int(index)].entry = entry
+            storage.slots[Int(index)].occupied = true
             return UInt64(storage.slots[Int(index)].generation) << 32 | UInt64(index)
         }
         return xcallback_reply(token: token)
@@ -173,12 +177,21 @@ public final class ReplyTable: Sendable {
     /// declined (the caller does the same, and nothing has changed).
     public func completeInPlace(_ reply: xcallback_reply, _ capture: (ReplyCapture) -> Bool) -> Bool? {
         storage.withLock { storage -> Bool? in
-            guard let index = Self.liveIndex(reply.token, in: storage),
-                  case .synchronous(let call) = storage.slots[index].entry!.mode else { return nil }
-            guard capture(call.capture) else { return false }
-            let entry = storage.slots[index].entry!
-            storage.slots[index].entry!.mode = .completedInPlace(call)
-            Self.remember(Self.completion(reply.token, entry), in: &storage)
+            guard let index = Self.liveIndex(reply.token, in: storage) else { return nil }
+            // Through the slot's address: the slot or its entry read as a
+            // value is a copy, which retains (and then releases) everything
+            // in it, on every request of the fast lane.
+            let completed = storage.slots.withUnsafeMutableBufferPointer { slots -> Completion?? in
+                let slot = slots.baseAddress! + index
+                guard case .synchronous(let call) = slot.pointee.entry.unsafelyUnwrapped.mode else { return nil }
+                guard capture(call.capture) else { return .some(nil) }
+                slot.pointee.entry!.mode = .completedInPlace(call)
+                let request = slot.pointee.entry.unsafelyUnwrapped.request
+                return Completion(token: reply.token, requestID: request.id, plugin: call.plugin, route: request.routeText)
+            }
+            guard let completed else { return nil }
+            guard let completed else { return false }
+            Self.remember(completed, in: &storage)
             return true
         }
     }
@@ -287,14 +300,17 @@ public final class ReplyTable: Sendable {
     private static func liveIndex(_ token: UInt64, in storage: Storage) -> Int? {
         let index = Int(token & 0xFFFF_FFFF)
         let generation = UInt32(token >> 32)
-        guard index < storage.slots.count,
-              storage.slots[index].generation == generation,
-              storage.slots[index].entry != nil else { return nil }
-        return index
+        // In place: reading `slots[index]` as a value copies its entry, a
+        // retain and a release twice per request on the fast lane.
+        let live = storage.slots.withUnsafeBufferPointer { slots in
+            index < slots.count && slots[index].generation == generation && slots[index].occupied
+        }
+        return live ? index : nil
     }
 
     private static func release(_ index: Int, in storage: inout Storage) {
         storage.slots[index].entry = nil
+        storage.slots[index].occupied = false
         storage.slots[index].generation &+= 1
         storage.free.append(UInt32(index))
     }
