@@ -91,7 +91,7 @@ def build(skip_swift):
     for path in (XCALLBACK, FOUNDATION_PEER, ROUTE_BENCH):
         if not os.path.exists(path):
             raise SystemExit("missing %s: run without --no-build" % path)
-    include = os.path.join(ROOT, "Sources", "CXCallback", "include")
+    include = os.path.join(ROOT, "bindings", "swift", "Sources", "CXCallback", "include")
     cflags = ["cc", "-std=c11", "-O2", "-Wall", "-shared", "-fPIC", "-I" + include]
     run_checked(["cc", "-O2", "-Wall", "-o", PACER, os.path.join(SUITE, "pacer.c")])
     run_checked(["cc", "-O2", "-Wall", "-o", RUNSTAT, os.path.join(SUITE, "runstat.c")])

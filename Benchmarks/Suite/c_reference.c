@@ -867,7 +867,7 @@ static void put_parameter_error(const struct request *request, const char *name,
     char message[256];
     int length;
     if (!value->bytes) {
-        length = snprintf(message, sizeof message, "missing required parameter '%s' (a decimal number)", name);
+        length = snprintf(message, sizeof message, "missing required parameter '%s'", name);
     } else {
         size_t shown = value->length;
         const char *ellipsis = "";
@@ -885,7 +885,7 @@ static void put_parameter_error(const struct request *request, const char *name,
         length = snprintf(message, sizeof message, "parameter '%s' must be a decimal number, got '%.*s%s'", name,
                           (int)shown, value->bytes, ellipsis);
     }
-    put_error(request, "ParameterError", message, (size_t)length, "xcallback");
+    put_error(request, "ParameterError", message, (size_t)length, "calculator");
 }
 
 /* The Calculator: divide reads rhs first and refuses zero before anything
