@@ -78,17 +78,19 @@ def swift_build(command, attempts=3):
 # Building
 # --------------------------------------------------------------------------
 
-def build(skip_swift):
-    """Builds the host, the sample plug-ins, the peers and the helpers."""
+def build(skip_swift, products=None):
+    """Builds the host, the sample plug-ins, the peers and the helpers; with
+    `products` (a folder holding a built xcallback and the sample plug-ins,
+    `--check`), only the C pieces, and the peers are not needed."""
     times = {}
     os.makedirs(os.path.join(WORK, "bin"), exist_ok=True)
-    if not skip_swift:
+    if not skip_swift and not products:
         times["host"] = swift_build(["swift", "build", "-c", "release"])
         times["FoundationPeer"] = swift_build(
             ["swift", "build", "-c", "release", "--package-path", os.path.join(SUITE, "FoundationPeer")])
         times["RouteBench"] = swift_build(
             ["swift", "build", "-c", "release", "--package-path", os.path.join(SUITE, "RouteBench")])
-    for path in (XCALLBACK, FOUNDATION_PEER, ROUTE_BENCH):
+    for path in (XCALLBACK,) if products else (XCALLBACK, FOUNDATION_PEER, ROUTE_BENCH):
         if not os.path.exists(path):
             raise SystemExit("missing %s: run without --no-build" % path)
     include = os.path.join(ROOT, "bindings", "swift", "Sources", "CXCallback", "include")
@@ -108,7 +110,7 @@ def build(skip_swift):
 
     # The sample plug-ins, as `swift build` made them, plus the Math manifest.
     fresh_directory(SAMPLE_PLUGINS)
-    release = os.path.join(ROOT, ".build", "release")
+    release = products or os.path.join(ROOT, ".build", "release")
     for name in ("libAlert.so", "libCalculator.so", "libFaulty.so", "libPokedex.so"):
         install(os.path.join(release, name), SAMPLE_PLUGINS)
     install(os.path.join(ROOT, "Plugins", "Math", "math.xcallback.toml"), SAMPLE_PLUGINS)
@@ -887,6 +889,27 @@ def machine_description():
             "load_before": "%.2f" % os.getloadavg()[0]}
 
 
+def check_only(products):
+    """`--check`: the suite's C pieces build from the repository as it is, its
+    plug-in folders load, and the C reference still does xcallback's job, in a
+    work folder of its own (a timed run's is left alone)."""
+    global WORK, XCALLBACK, PACER, RUNSTAT, C_REFERENCE, MALLOC_COUNT, BENCH_PLUGINS, SAMPLE_PLUGINS
+    global GENERATED_PLUGINS, LOGS
+    WORK = os.path.join(ROOT, "Benchmarks", ".build", "suite-check")
+    XCALLBACK = os.path.join(products, "xcallback")
+    PACER, RUNSTAT, C_REFERENCE = (os.path.join(WORK, "bin", name) for name in ("pacer", "runstat", "c_reference"))
+    MALLOC_COUNT = os.path.join(WORK, "bin", "libmalloc_count.so")
+    BENCH_PLUGINS, SAMPLE_PLUGINS, GENERATED_PLUGINS = (
+        os.path.join(WORK, "plugins", name) for name in ("bench", "samples", "gen100"))
+    LOGS = os.path.join(WORK, "logs")
+    build(skip_swift=True, products=products)
+    loaded = check_plugins()
+    check_c_reference({"calc": stream("calc", 2_000)}, stream("calchard", 2_000))
+    print("benchmark suite check: C pieces built, plug-in folders %s, C reference byte-identical to %s"
+          % (loaded, XCALLBACK))
+    return 0
+
+
 def main():
     parser = argparse.ArgumentParser(description="xcallback benchmark suite")
     parser.add_argument("--quick", action="store_true", help="smoke run: 100,000 URLs, 2 s of latency, fewer rounds")
@@ -897,9 +920,15 @@ def main():
     parser.add_argument("--count", type=int, help="URLs per throughput run (default 1,000,000, quick 100,000)")
     parser.add_argument("--profile", action="store_true",
                         help="also perf record -g the in-process calculator run; report in Benchmarks/results/")
+    parser.add_argument("--check", metavar="PRODUCTS",
+                        help="no timing: build the C pieces, and check that the C reference still gives the records "
+                             "of the xcallback in PRODUCTS (with its sample plug-ins, e.g. .build/debug) on 2,000 "
+                             "calc and 2,000 hard requests; what the tests run")
     parser.add_argument("--json", help="where to write the JSON (default Benchmarks/results/latest.json for a full "
                                         "run, latest-quick.json or latest-partial.json otherwise)")
     args = parser.parse_args()
+    if args.check:
+        return check_only(os.path.abspath(args.check))
 
     quick = args.quick
     config = argparse.Namespace(
