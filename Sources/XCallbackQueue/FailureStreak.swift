@@ -68,7 +68,7 @@ struct FailureStreak {
 extension Duration {
     /// "3.2 s", "12 s", "4 min 5 s": a duration for a log line.
     var spoken: String {
-        let seconds = Double(components.seconds) + Double(components.attoseconds) / 1e18
+        let seconds = self.seconds
         if seconds < 10 { return "\((seconds * 10).rounded() / 10) s" }
         let whole = Int(seconds.rounded())
         if whole < 120 { return "\(whole) s" }
