@@ -27,7 +27,7 @@ enum PokemonType: String, CaseIterable, ParameterValue {
     /// Most decimals skip strtod (Clinger's fast path); each must still be
     /// the very double the standard library reads, sign of zero included.
     @Test func decimalsReadAsTheStandardLibraryReadsThem() {
-        var generator = SplitMix(seed: 0x5EED)
+        var generator = SeededGenerator(seed: 0x5EED)
         let digits = Array("0123456789")
         func digitString(_ count: Int) -> String { String((0..<count).map { _ in digits[Int(generator.next() % 10)] }) }
         var texts = ["0", "-0", "0.0", "-0.000", "0e5", "-0e-400", "9007199254740992", "9007199254740993",
@@ -177,7 +177,7 @@ enum PokemonType: String, CaseIterable, ParameterValue {
         #expect(DecimalText.format(-1.0 / 3) == "-0.333333333333333")
         #expect(DecimalText.format(-123456789012345680) == "-1.23456789012346e+17")
         #expect(DecimalText.format(-9.9999999999999999e-7) == "-0.000001")
-        var generator = SplitMix(seed: 7)
+        var generator = SeededGenerator(seed: 7)
         for _ in 0..<20_000 {
             let value = Double(bitPattern: generator.next() & ~(1 << 63))
             guard value.isFinite, value != 0 else { continue }
@@ -196,15 +196,3 @@ enum PokemonType: String, CaseIterable, ParameterValue {
     }
 }
 
-/// A small deterministic generator, so a failure names inputs that come again.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
