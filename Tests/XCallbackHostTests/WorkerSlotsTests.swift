@@ -22,6 +22,11 @@ struct WorkerSlotsTests {
 
         func watch(_ worker: WorkerProcess) { Issue.record("WorkerSlots watched a worker by itself") }
 
+        func nextID() -> UInt64 {
+            Issue.record("WorkerSlots numbered a request by itself")
+            return 0
+        }
+
         func end(_ answer: Ending, ofSlot request: inout WorkerSlots.Request, plugin: String, started: UInt64) {
             Issue.record("WorkerSlots ended a request by itself")
         }

@@ -24,7 +24,7 @@ extension Dispatcher: WorkerLaneOwner {
               let worker = target.endpoint.currentWorker
         else { return false }
         return worker.sendFast(handler: target.handler, request: lane.native, line: line, callbacks: callbacks,
-                               sequence: sequence, sink: sink, owner: self, takeID: nextID)
+                               sequence: sequence, sink: sink, owner: self)
     }
 
     /// Takes a request over from a worker's slot: from here on it is a
@@ -60,6 +60,9 @@ protocol WorkerLaneOwner: AnyObject, Sendable {
     func adopt(_ request: inout WorkerSlots.Request, started: UInt64, plugin: String) -> AdoptedRequest
     func end(_ answer: Ending, ofSlot request: inout WorkerSlots.Request, plugin: String, started: UInt64)
     func watch(_ worker: WorkerProcess)
+    /// A new request id (`request_id`), taken only once the request is
+    /// surely sent.
+    func nextID() -> UInt64
 }
 
 /// A request from a worker's slot, now on the general path: the call its

@@ -17,7 +17,11 @@ final class InFlightTable: Sendable {
     private let timeout: UInt64
     private let links = Links()
     private let lanes = Lock<[WeakLane]>([])
-    private let workers = Lock<[WeakWorker]>([])
+    /// Held strongly until they have ended: a weakly referenced object
+    /// keeps its counts in a side table, which makes every retain of it
+    /// slow, and the input thread retains its worker for every request it
+    /// sends (`currentWorker`).
+    private let workers = Lock<[WorkerProcess]>([])
     private let timer: DeadlineTimer
 
     init(timeout: Duration) {
@@ -52,9 +56,15 @@ final class InFlightTable: Sendable {
 
     /// A worker whose lane has sent requests, watched while it lives.
     func watch(_ worker: WorkerProcess) {
+        workers.withLock { $0.append(worker) }
+    }
+
+    /// The workers still running; an ended one is let go (its lane's
+    /// requests were all taken back when it ended).
+    private var runningWorkers: [WorkerProcess] {
         workers.withLock { workers in
-            workers.removeAll { $0.worker == nil }
-            workers.append(WeakWorker(worker: worker))
+            workers.removeAll { $0.hasEnded }
+            return workers
         }
     }
 
@@ -80,7 +90,7 @@ final class InFlightTable: Sendable {
                 counts[plugin, default: 0] += 1
             }
         }
-        for worker in workers.withLock({ $0.compactMap(\.worker) }) {
+        for worker in runningWorkers {
             let count = worker.laneRequestCount
             if count > 0 { counts[worker.ready.info.name, default: 0] += count }
         }
@@ -92,7 +102,7 @@ final class InFlightTable: Sendable {
     private func sweep(now: UInt64) {
         guard let owner = links.owner else { return }
         let cutoff = now == .max ? .max : (now > timeout ? now - timeout : 0)
-        for worker in workers.withLock({ $0.compactMap(\.worker) }) { worker.expireSlots(startedBefore: cutoff) }
+        for worker in runningWorkers { worker.expireSlots(startedBefore: cutoff) }
         for lane in lanes.withLock({ $0.compactMap(\.lane) }) { owner.expireLaneCall(in: lane, startedBefore: cutoff) }
     }
 }
@@ -119,7 +129,3 @@ struct WeakLane {
     weak var lane: FastLane?
 }
 
-/// A worker the table watches without keeping it alive.
-struct WeakWorker {
-    weak var worker: WorkerProcess?
-}

@@ -302,12 +302,12 @@ final class WorkerProcess: Sendable {
 extension WorkerProcess {
     /// Sends a request the input thread's lane filled in place, keeping it
     /// in a slot (`WorkerSlots`); false, having sent nothing, when the lane
-    /// is closed or the slot is busy (then `send` takes it). `takeID`
-    /// gives its `request_id`, taken only once it goes.
+    /// is closed or the slot is busy (then `send` takes it). Its
+    /// `request_id` comes from `owner`, taken only once it goes.
     func sendFast(handler: Int, request: NativeRequest, line: UnsafeBufferPointer<UInt8>,
                   callbacks: (success: UnsafeBufferPointer<UInt8>?, error: UnsafeBufferPointer<UInt8>?,
                               cancel: UnsafeBufferPointer<UInt8>?),
-                  sequence: UInt64, sink: OutputSink, owner: any WorkerLaneOwner, takeID: () -> UInt64) -> Bool {
+                  sequence: UInt64, sink: OutputSink, owner: any WorkerLaneOwner) -> Bool {
         guard !writer.turnAwayIfBusy() else { return false }
         let slots = lane.load() ?? makeLane(owner: owner)
         var sent = false
@@ -317,7 +317,9 @@ extension WorkerProcess {
             let id = nextID.load(ordering: .relaxed)
             guard let slot = slots.freeSlot(for: id) else { return }
             nextID.store(id + 1, ordering: .relaxed)
-            let requestID = takeID()
+            // From the owner, not a closure: one would retain the
+            // dispatcher, whose weak references make that a slow retain.
+            let requestID = owner.nextID()
             request.assign(id: requestID)
             slot.pointee.id = id
             slot.pointee.sequence = sequence
@@ -418,6 +420,10 @@ extension WorkerProcess {
     /// The deadline timer's side: requests in the lane past their deadline
     /// join the general path, which answers them `Timeout` (and, for a
     /// handler that never returned, reports the worker hung).
+    /// Whether it has exited and everything it held has been answered or
+    /// handed on.
+    var hasEnded: Bool { ended.withLock { $0 } }
+
     /// Requests this worker's lane has sent and not seen answered.
     var laneRequestCount: Int { lane.load()?.count ?? 0 }
 
