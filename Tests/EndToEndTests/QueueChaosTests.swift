@@ -7,8 +7,10 @@ import Glibc
 
 /// Three hosts consume one queue while a driver SIGKILLs a random host every
 /// few seconds and starts it again, and terminates every host's database
-/// connections twice. At the end every request has exactly one recorded
-/// outcome: none lost, none recorded twice.
+/// connections twice; in the second run it also stops PostgreSQL itself as
+/// a crash would (`pg_ctl -m immediate`) and starts it again. At the end
+/// every request has exactly one recorded outcome: none lost, none
+/// recorded twice.
 ///
 /// It runs alone, from `.ci/stress` (and so from `.ci/run`), with 50,000
 /// requests: `XCALLBACK_QUEUE_CHAOS_REQUESTS=50000 swift test --filter
@@ -20,15 +22,40 @@ import Glibc
        .enabled(if: ProcessInfo.processInfo.environment["XCALLBACK_QUEUE_CHAOS_REQUESTS"] != nil,
                 "the queue's chaos test runs alone: XCALLBACK_QUEUE_CHAOS_REQUESTS=50000 swift test --filter QueueChaosTests (.ci/stress does)"),
        .requires(.postgres),
+       .serialized,
        .scaledTimeLimit(minutes: 10))
 struct QueueChaosTests {
     @Test("three hosts, SIGKILLs and terminated connections: every request has exactly one recorded outcome")
     func chaos() throws {
+        try run(restartingServer: false)
+    }
+
+    @Test("the same, and PostgreSQL stopped as by a crash and started again mid-run")
+    func chaosWithServerRestart() throws {
+        try run(restartingServer: true)
+    }
+
+    private func run(restartingServer: Bool) throws {
         let environment = ProcessInfo.processInfo.environment
         let count = environment["XCALLBACK_QUEUE_CHAOS_REQUESTS"].flatMap(Int.init) ?? 50_000
         let seed = environment["XCALLBACK_QUEUE_CHAOS_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 1...UInt64.max)
         var random = SplitMix64(seed: seed)
-        let queue = try TestPostgres.initializedDatabase()
+        // A server of its own to stop: the shared one serves other tests.
+        let cluster = try restartingServer ? TestPostgres.startCluster(named: "xcb-pg-chaos") : nil
+        defer {
+            if let cluster {
+                TestPostgres.stopCluster(in: cluster.folder)
+                try? FileManager.default.removeItem(atPath: cluster.folder)
+            }
+        }
+        let queue: String
+        if let cluster {
+            let initialized = try xcallback(["queue", "init", cluster.url])
+            try #require(initialized.status == .exited(0), "\(initialized.stderr)")
+            queue = cluster.url
+        } else {
+            queue = try TestPostgres.initializedDatabase()
+        }
         let fixture = try HostFixture(isolation: "process")
 
         // About 1 in 200 crashes its worker and 1 in 500 hangs past the
@@ -46,12 +73,14 @@ struct QueueChaosTests {
         try #require(enqueued.lines.count == count)
 
         let hostArguments = ["--queue", queue, "--lease", "2", "--timeout", "1", "--grace-period", "1", "--log-level", "info"]
+            // A host started while the server is down waits for it.
+            + (restartingServer ? ["--wait-for-database", "60"] : [])
         func startHost() throws -> ChildProcess { try fixture.start(hostArguments, stdin: .null) }
         var hosts = [try startHost(), try startHost(), try startHost()]
         // Kills come every 1 to 2 seconds; a short run gets its two
         // terminations all the same, the first before any kill.
         var retired: [ChildProcess] = []
-        var kills = 0, terminations = 0
+        var kills = 0, terminations = 0, serverRestarts = 0
         let started = Date()
         let limit = Date(timeIntervalSinceNow: TestTiming.scaled(480))
         // Every few seconds (a fraction of a second for a short run) a host
@@ -72,6 +101,15 @@ struct QueueChaosTests {
                     WHERE application_name LIKE 'xcallback host%' AND datname = current_database()
                     """)
                 terminations += 1
+                continue
+            }
+            if restartingServer && round == 2, let cluster {
+                // Down for 1 to 3 s: every host's connections and
+                // uncommitted work are gone, and leases run out meanwhile.
+                TestPostgres.stopCluster(in: cluster.folder)
+                usleep(UInt32(UInt64.random(in: 1_000_000...3_000_000, using: &random)))
+                try TestPostgres.resumeCluster(in: cluster.folder)
+                serverRestarts += 1
                 continue
             }
             let victim = Int(random.next() % UInt64(hosts.count))
@@ -95,19 +133,32 @@ struct QueueChaosTests {
             FROM xcallback.outcomes
             """).split(separator: " ").map { Int($0)! }
         let (outcomes, distinct, reExecutions, dead, left, succeeded) = (figures[0], figures[1], figures[2], figures[3], figures[4], figures[5])
+        // What the requests that did not succeed ended in, by kind and error code.
+        let failures = try TestPostgres.psql(queue, """
+            SELECT string_agg(kind || ' ' || n, ', ') FROM (
+                SELECT split_part(split_part(line, '?', 1), '/', 4) || ':' || outcome || ':' ||
+                       coalesce(substring(params FROM 'errorCode=([A-Za-z]+)'), '-') AS kind, count(*) AS n
+                FROM xcallback.outcomes WHERE outcome <> 'success' GROUP BY 1 ORDER BY 2 DESC) AS t
+            """)
         let ids = Set(enqueued.lines.map { Int($0)! })
         let recordedIDs = Set(try TestPostgres.psql(queue, "SELECT request_id FROM xcallback.outcomes")
             .split(separator: "\n").map { Int($0)! })
         print("""
             queue chaos (seed \(seed)): \(count) requests, \(outcomes) outcomes (\(succeeded) successes), \
             \(reExecutions) re-executions, \(dead) dead, \(left) left in the queue; \(kills) SIGKILLs, \
-            \(terminations) connection terminations, \(String(format: "%.1f", seconds)) s
+            \(terminations) connection terminations, \(serverRestarts) server restarts, \(String(format: "%.1f", seconds)) s; not successes: \(failures)
             """)
         #expect(outcomes == count, "seed \(seed)")
         #expect(distinct == count, "seed \(seed)")
         #expect(left == 0, "seed \(seed)")
         #expect(recordedIDs == ids, "seed \(seed)")
-        #expect(kills >= 2 && terminations == 2, "the run ended before the chaos did (seed \(seed))")
+        #expect(kills >= 2 && terminations == 2 && serverRestarts == (restartingServer ? 1 : 0),
+                "the run ended before the chaos did (seed \(seed))")
+        if restartingServer {
+            // The hosts lived through the outage, not around it.
+            #expect((retired + hosts).contains { $0.stderr.contains("works again after") },
+                    "no host said its connection works again (seed \(seed))")
+        }
         // Host stdout: each record is written only by the host that recorded it.
         let written = (retired + hosts).map(\.stdoutLines.count).reduce(0, +)
         #expect(written <= count)
