@@ -145,7 +145,7 @@ let package = Package(
         .target(
             name: "XCallbackQueue",
             dependencies: [
-                "XCallbackHost", "XCallbackBridge", "XCallbackSystem", "XCallbackURL",
+                "XCallbackHost", "XCallbackBridge", "XCallbackSystem", "XCallbackURL", "XCallbackMetrics",
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: withQueue),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),

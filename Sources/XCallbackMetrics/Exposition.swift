@@ -125,7 +125,35 @@ extension HostMetrics {
             out.sample("xcallback_output_wait_seconds_total", [("input", input.kind.label)],
                        seconds: Double(input.outputWaitNanoseconds.current) / 1e9)
         }
+        if queue.isConsuming { queue.write(to: &out) }
         return out.finish()
+    }
+}
+
+extension QueueMetrics {
+    /// The `xcallback_queue_*` families.
+    func write(to out: inout Exposition) {
+        func counter(_ name: String, _ help: String, _ counter: Counter) {
+            out.family(name, type: .counter, help: help)
+            out.sample(name + "_total", [], counter.current)
+        }
+        counter("xcallback_queue_claimed", "Requests this host claimed from the queue and handed to its plug-ins.", claimed)
+        counter("xcallback_queue_reruns", "Claimed requests that an earlier claim had already taken (attempt above 1).", reruns)
+        counter("xcallback_queue_recorded", "Outcomes this host recorded in the queue.", recorded)
+        counter("xcallback_queue_fenced", "Outcomes not recorded because this host's lease on them had run out.", fenced)
+        counter("xcallback_queue_rescued", "Requests of hosts whose lease ran out, returned to the queue by this host.", rescued)
+        counter("xcallback_queue_dead", "Requests this host retired dead (out of attempts).", dead)
+        counter("xcallback_queue_lease_renewals", "Heartbeats that renewed this host's lease.", leaseRenewals)
+        counter("xcallback_queue_leases_lost", "Times this host found its lease had run out and registered again.", leasesLost)
+        out.family("xcallback_queue_database_errors", type: .counter, help: "Failed database work, by what failed.")
+        for kind in QueueDatabaseErrorKind.allCases {
+            out.sample("xcallback_queue_database_errors_total", [("kind", kind.label)], databaseErrorCount(kind))
+        }
+        if let age = oldestReadySeconds {
+            out.family("xcallback_queue_oldest_ready_age_seconds", type: .gauge,
+                       help: "Age of the oldest request waiting to be claimed (0: none waits), read at each heartbeat.")
+            out.sample("xcallback_queue_oldest_ready_age_seconds", [], seconds: age)
+        }
     }
 }
 

@@ -30,6 +30,8 @@ public final class HostMetrics: Sendable {
     public let host = PluginMetrics(name: "(host)")
     /// Plug-ins past `maxPlugins`, and names no loaded plug-in has.
     public let other = PluginMetrics(name: "(other)")
+    /// The durable queue's events, for a host that consumes one.
+    public let queue = QueueMetrics()
     /// The current table, read without a lock; every table ever published
     /// is kept in `tables`, so a reader's unretained one never goes away.
     private let current: Atomic<Unmanaged<PluginTable>>

@@ -14,6 +14,9 @@ actor QueueConnection {
     private var connection: PostgresConnection?
     private var failures = FailureStreak()
     private static let ids = Mutex<Int>(0)
+    /// Where this connection's failures are counted (`run --metrics`); set
+    /// once, before the connection is first used.
+    nonisolated let failureCount = Mutex<DatabaseFailureCount?>(nil)
 
     /// The server's own `statement_timeout` for this connection, shorter than
     /// the client's deadline: a statement the client gave up on (a lock wait,
@@ -106,6 +109,7 @@ actor QueueConnection {
     /// `failed` without the wait: counts, logs (the first failure only if
     /// `logFirst`), closes; returns the back-off.
     private func note(_ what: String, _ error: any Error, logFirst: Bool = true) async -> Duration {
+        failureCount.withLock { $0 }?.count(error)
         let message = QueueError.describe(error)
         switch failures.failed() {
         case .first:

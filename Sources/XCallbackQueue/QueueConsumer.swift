@@ -98,6 +98,8 @@ public final class QueueConsumer: Sendable {
         controlConnection = QueueConnection(location: location, role: "host heartbeat", serverStatementTimeout: "4s", logger: logger)
         listenConnection = QueueConnection(location: location, role: "host listen", serverStatementTimeout: nil, logger: logger)
         recorder.consumer = self
+        countForMetrics(connections: [(claimConnection, .claim), (recordConnection, .record),
+                                      (controlConnection, .heartbeat), (listenConnection, .listen)])
     }
 
     /// Outcomes this host recorded, and outcomes it could not record
@@ -287,6 +289,7 @@ public final class QueueConsumer: Sendable {
         guard hostID.compareExchange(expected: old, desired: renewed, ordering: .acquiringAndReleasing).exchanged else {
             return  // the heartbeat registered it again first
         }
+        queueMetrics?.leasesLost.add()
         logger.warning("queue: this host's lease ran out (no heartbeat for \(options.lease)); other hosts may run its requests again; it goes on as host \(renewed)")
     }
 
@@ -312,6 +315,7 @@ public final class QueueConsumer: Sendable {
             unstarted.withLock { $0.append(contentsOf: refused) }
             inFlight.withLock { for request in refused { $0[request.id] = nil } }
         }
+        countClaimed(fresh, refused: refused)
     }
 
     private func listenLoop() async {
@@ -355,12 +359,15 @@ public final class QueueConsumer: Sendable {
                 let alive = try await controlConnection.run(timeout: beat) { connection in
                     try await store.heartbeat(host: current, lease: lease, on: connection)
                 }
+                countHeartbeat(renewed: alive)
+                try await readOldestReady(on: controlConnection)
                 if !alive {
                     let (name, lease) = (name, options.lease)
                     let renewed = try await controlConnection.run { connection in
                         try await store.register(name: name, lease: lease, on: connection)
                     }
                     if hostID.compareExchange(expected: current, desired: renewed, ordering: .acquiringAndReleasing).exchanged {
+                        queueMetrics?.leasesLost.add()
                         logger.warning("queue: this host's lease ran out (no heartbeat for \(options.lease)); other hosts may run its requests again; it goes on as host \(renewed)")
                     }
                 }
@@ -381,6 +388,7 @@ public final class QueueConsumer: Sendable {
                     let (returned, dead) = try await controlConnection.run { connection in
                         try await store.rescue(recordedBy: name, on: connection)
                     }
+                    countRescued(returned, dead: dead)
                     if returned > 0 {
                         logger.notice("queue: returned \(returned) request(s) of a host whose lease ran out to the queue")
                     }
@@ -470,6 +478,7 @@ public final class QueueConsumer: Sendable {
                 $0.recorded += recorded.count
                 $0.fenced += fenced
             }
+            countRecorded(recorded.count, fenced: fenced)
             inFlight.withLock { for item in batch { $0[item.id] = nil } }
             wake.yield()
             // One record per request, whatever the batches held.

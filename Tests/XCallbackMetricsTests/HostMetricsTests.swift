@@ -109,3 +109,59 @@ import Testing
         #expect(abs(sum - 60.010000002) < 1e-6)
     }
 }
+
+@Suite struct QueueMetricsCountTests {
+    let build = BuildInfo(version: "1.2.3", abi: "1.0", sandbox: "off", isolation: "none")
+
+    @Test func writtenOnlyByAHostThatConsumesAQueue() {
+        let metrics = HostMetrics(build: build)
+        metrics.queue.claimed.add(3)
+        #expect(!metrics.exposition(.prometheus).contains("xcallback_queue_"))
+        metrics.queue.startConsuming()
+        let text = metrics.exposition(.prometheus)
+        #expect(text.contains("# TYPE xcallback_queue_claimed_total counter\nxcallback_queue_claimed_total 3\n"))
+        #expect(!text.contains("xcallback_queue_oldest_ready_age_seconds"), "no gauge before its first reading")
+        let open = metrics.exposition(.openMetrics)
+        #expect(open.contains("# TYPE xcallback_queue_claimed counter\nxcallback_queue_claimed_total 3\n"))
+    }
+
+    @Test func everyCounterAndTheGauge() {
+        let metrics = HostMetrics(build: build)
+        let queue = metrics.queue
+        queue.startConsuming()
+        queue.claimed.add(5)
+        queue.reruns.add(2)
+        queue.recorded.add(4)
+        queue.fenced.add(1)
+        queue.rescued.add(6)
+        queue.dead.add(1)
+        queue.leaseRenewals.add(7)
+        queue.leasesLost.add(1)
+        queue.databaseError(.connect)
+        queue.databaseError(.record)
+        queue.databaseError(.record)
+        queue.oldestReady(seconds: 12.5)
+        let samples = ScrapedSamples.parse(metrics.exposition(.prometheus))
+        func value(_ name: String, _ labels: [String: String] = [:]) -> Double? {
+            samples.first { $0.name == name && $0.labels == labels }?.value
+        }
+        #expect(value("xcallback_queue_claimed_total") == 5)
+        #expect(value("xcallback_queue_reruns_total") == 2)
+        #expect(value("xcallback_queue_recorded_total") == 4)
+        #expect(value("xcallback_queue_fenced_total") == 1)
+        #expect(value("xcallback_queue_rescued_total") == 6)
+        #expect(value("xcallback_queue_dead_total") == 1)
+        #expect(value("xcallback_queue_lease_renewals_total") == 7)
+        #expect(value("xcallback_queue_leases_lost_total") == 1)
+        #expect(value("xcallback_queue_database_errors_total", ["kind": "connect"]) == 1)
+        #expect(value("xcallback_queue_database_errors_total", ["kind": "record"]) == 2)
+        #expect(value("xcallback_queue_database_errors_total", ["kind": "heartbeat"]) == 0)
+        #expect(value("xcallback_queue_oldest_ready_age_seconds") == 12.5)
+        // The kind label's values are the fixed list, every one written.
+        let kinds = samples.filter { $0.name == "xcallback_queue_database_errors_total" }.compactMap { $0.labels["kind"] }
+        #expect(kinds == QueueDatabaseErrorKind.allCases.map(\.label))
+        queue.oldestReady(seconds: 0)
+        #expect(ScrapedSamples.parse(metrics.exposition(.prometheus))
+            .first { $0.name == "xcallback_queue_oldest_ready_age_seconds" }?.value == 0)
+    }
+}
