@@ -110,6 +110,7 @@ enum TopTable {
 
     static func duration(_ seconds: Double?) -> String {
         guard let seconds else { return "-" }
+        if seconds < 0.001 { return fixed(seconds * 1_000_000, 0) + "µs" }
         if seconds < 1 { return fixed(seconds * 1000, 1) + "ms" }
         return fixed(seconds, 2) + "s"
     }

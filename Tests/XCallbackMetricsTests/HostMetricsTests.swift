@@ -95,18 +95,29 @@ import Testing
 
 @Suite struct LatencyHistogramTests {
     @Test func bucketsAreUpperBoundsInclusive() {
-        #expect(LatencyHistogram.bounds.count + 2 == 14, "the sum's cell is the 14th")
-        #expect(LatencyHistogram.bounds.first == 5_000_000)
+        #expect(LatencyHistogram.sumCell == LatencyHistogram.bounds.count + 1, "the sum's cell follows +Inf")
+        #expect(LatencyHistogram.bounds.count == LatencyHistogram.boundLabels.count)
+        #expect(LatencyHistogram.bounds.first == 100_000)
+        #expect(LatencyHistogram.bounds.last == 30_000_000_000)
         let histogram = LatencyHistogram()
-        for nanoseconds: UInt64 in [0, 5_000_000, 5_000_001, 30_000_000_000, 30_000_000_001] {
+        for nanoseconds: UInt64 in [0, 100_000, 100_001, 4_000_000, 30_000_000_000, 30_000_000_001] {
             histogram.observe(nanoseconds: nanoseconds)
         }
         let (cumulative, sum) = histogram.snapshot
         #expect(cumulative.first == 2)
         #expect(cumulative[1] == 3)
-        #expect(cumulative[LatencyHistogram.bounds.count - 1] == 4)
-        #expect(cumulative.last == 5)
-        #expect(abs(sum - 60.010000002) < 1e-6)
+        #expect(cumulative[3] == 3, "a tick of 4 ms is past 2.5 ms")
+        #expect(cumulative[4] == 4)
+        #expect(cumulative[LatencyHistogram.bounds.count - 1] == 5)
+        #expect(cumulative.last == 6)
+        #expect(abs(sum - 60.004200002) < 1e-6)
+    }
+
+    @Test func labelsSayTheBoundsInSeconds() {
+        for (bound, label) in zip(LatencyHistogram.bounds, LatencyHistogram.boundLabels) {
+            #expect(Double(label).map { ($0 * 1e9).rounded() } == Double(bound), "\(label)")
+        }
+        #expect(LatencyHistogram.boundLabels == LatencyHistogram.boundLabels.sorted { Double($0)! < Double($1)! })
     }
 }
 
