@@ -1,4 +1,5 @@
 import ArgumentParser
+import CHostSupport
 import XCallbackHost
 import XCallbackMetrics
 import XCallbackSystem
@@ -16,7 +17,10 @@ struct TopCommand: ParsableCommand {
             Reads the metrics a host serves with `run --metrics ADDRESS` and shows, per plug-in, \
             requests per second, p50 and p99 latency, errors, worker restarts, quarantine and \
             sandbox state. Keys: r rate, p p99, e errors, s restarts, n name (sort); q quits. \
-            When stdout is not a terminal, prints one line per plug-in at each refresh instead.
+            When stdout is not a terminal, prints one line per plug-in at each refresh instead. \
+            Keys are read only when stdin is a terminal; either way SIGINT, SIGTERM and SIGHUP end \
+            it (the terminal restored first), and so does the end of a stdin that is a pipe or a \
+            socket (a stdin of /dev/null or a file is not read).
 
             Examples:
               xcallback top                      # the default address, 127.0.0.1:9464
@@ -44,6 +48,8 @@ struct TopCommand: ParsableCommand {
 
     func run() throws {
         let address = try! MetricsAddress(parsing: address)
+        // Before the terminal changes: a stop restores it, then ends top.
+        let input = TopInput(keys: isatty(1) == 1 && isatty(0) == 1)
         let terminal = isatty(1) == 1 ? TopTerminal() : nil
         defer { terminal?.restore() }
         var order = sort
@@ -82,16 +88,21 @@ struct TopCommand: ParsableCommand {
                 _ = text.withCString { write(1, $0, strlen($0)) }
             }
             if count > 0 && refreshes >= count { return }
-            // Until the next refresh: keys, when there is a terminal.
+            // Until the next refresh: keys on a terminal, a stop, the end of input.
             let deadline = now + UInt64(interval * 1e9)
             while true {
                 let left = MonotonicClock.now
                 guard left < deadline else { break }
-                guard let terminal else {
-                    usleep(UInt32(min((deadline - left) / 1000, 1_000_000)))
-                    continue
+                guard let event = input.next(waitingMilliseconds: Int32((deadline - left) / 1_000_000) + 1) else { continue }
+                let key: Character
+                switch event {
+                case .endOfInput: return
+                case .signal(let signal):
+                    terminal?.restore()
+                    input.die(of: signal)
+                case .key(let pressed): key = pressed
                 }
-                guard let key = terminal.key(waitingMilliseconds: Int32((deadline - left) / 1_000_000) + 1) else { continue }
+                guard let terminal else { continue }
                 if key == "q" || key == "Q" || key == "\u{03}" { return }
                 if let chosen = TopSortKey.allCases.first(where: { $0.key == key }) {
                     order = chosen
@@ -146,25 +157,78 @@ final class TopTerminal {
         emit(text)
     }
 
-    /// A key pressed within `waitingMilliseconds`, or nil.
-    func key(waitingMilliseconds: Int32) -> Character? {
-        guard hasInput else {
-            usleep(UInt32(max(waitingMilliseconds, 0)) * 1000)
-            return nil
-        }
-        var event = pollfd(fd: 0, events: Int16(POLLIN), revents: 0)
-        guard poll(&event, 1, waitingMilliseconds) > 0 else { return nil }
-        var byte: UInt8 = 0
-        guard read(0, &byte, 1) == 1 else {
-            // Input closed: wait out the interval instead of spinning.
-            usleep(UInt32(max(waitingMilliseconds, 0)) * 1000)
-            return nil
-        }
-        return Character(Unicode.Scalar(byte))
-    }
-
     private func emit(_ text: String) {
         var bytes = Array(text.utf8)
         _ = bytes.withUnsafeMutableBytes { BufferedWriter.writeAll(1, UnsafeRawBufferPointer($0)) }
+    }
+}
+
+/// What `top` waits for between refreshes: keys, when stdin is the
+/// terminal it draws on; SIGINT, SIGTERM and SIGHUP, taken from a signalfd
+/// so that the terminal is given back before top dies of the signal; and
+/// the end of a stdin that is a pipe or a socket (whoever started top
+/// closed it). A stdin of /dev/null or a file is never read: a background
+/// job's stdin is /dev/null, and it must not end at once.
+final class TopInput {
+    enum Event {
+        case key(Character)
+        case signal(Int32)
+        case endOfInput
+    }
+
+    private static let stops: [Int32] = [SIGINT, SIGTERM, SIGHUP]
+    private let signals: Int32
+    private let keys: Bool
+    private var watchesEnd: Bool
+
+    init(keys: Bool) {
+        var set = sigset_t()
+        sigemptyset(&set)
+        for signal in Self.stops { sigaddset(&set, signal) }
+        pthread_sigmask(SIG_BLOCK, &set, nil)
+        signals = xcallback_signal_descriptor(&set)
+        if signals < 0 { pthread_sigmask(SIG_UNBLOCK, &set, nil) }
+        self.keys = keys
+        var info = stat()
+        let kind = fstat(0, &info) == 0 ? info.st_mode & S_IFMT : 0
+        watchesEnd = !keys && (kind == S_IFIFO || kind == S_IFSOCK)
+    }
+
+    /// The next event within `waitingMilliseconds`, or nil.
+    func next(waitingMilliseconds: Int32) -> Event? {
+        var fds = [pollfd(fd: signals, events: Int16(POLLIN), revents: 0)]
+        if keys || watchesEnd { fds.append(pollfd(fd: 0, events: Int16(POLLIN), revents: 0)) }
+        let ready = poll(&fds, nfds_t(fds.count), max(waitingMilliseconds, 0))
+        guard ready > 0 else { return nil }
+        if fds[0].revents != 0 {
+            let signal = xcallback_read_signal(signals)
+            return signal > 0 ? .signal(signal) : nil
+        }
+        guard fds.count > 1, fds[1].revents != 0 else { return nil }
+        var bytes = [UInt8](repeating: 0, count: keys ? 1 : 4096)
+        let count = bytes.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
+        if count < 0 && (errno == EINTR || errno == EAGAIN) { return nil }
+        guard count > 0 else {
+            if keys {
+                // The terminal went away: nothing to quit with but signals.
+                usleep(UInt32(max(waitingMilliseconds, 0)) * 1000)
+                return nil
+            }
+            return .endOfInput
+        }
+        // From a pipe, bytes are not keys: only its end counts.
+        return keys ? .key(Character(Unicode.Scalar(bytes[0]))) : nil
+    }
+
+    /// Dies of `signal`, as if it had not been caught (the exit status a
+    /// shell expects of an interrupted program).
+    func die(of stop: Int32) -> Never {
+        signal(stop, SIG_DFL)
+        raise(stop)  // pending while blocked; delivered once unblocked
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, stop)
+        pthread_sigmask(SIG_UNBLOCK, &set, nil)
+        _exit(128 + stop)
     }
 }

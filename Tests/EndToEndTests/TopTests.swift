@@ -80,4 +80,49 @@ struct TopTests {
         #expect(missing.status == .exited(1))
         #expect(missing.stderr.contains("cannot connect"), "\(missing.stderr)")
     }
+
+    /// How many refreshes of plain lines `output` holds (one calculator line each).
+    static func refreshes(_ output: String) -> Int {
+        ChildProcess.lines(output).filter { $0.contains(" plugin=calculator ") }.count
+    }
+
+    @Test("on a pipe, until told: a stdin of /dev/null is not its end, a stdin pipe's end is, and SIGINT ends it by the signal",
+          .scaledTimeLimit(minutes: 1))
+    func plainLinesEnd() throws {
+        let session = try MetricsTests.Session()
+        try session.ask("calc://x-callback-url/add?lhs=1&rhs=2")
+        let arguments = ["top", "--interval", "0.1", session.metrics]
+        // A background job's stdin: it goes on refreshing.
+        let detached = try ChildProcess(arguments, stdin: .null)
+        #expect(detached.waitForStdout(timeout: TestTiming.scaled(10)) { Self.refreshes($0) >= 3 }, "stderr: \(detached.stderr)")
+        #expect(!detached.hasExited)
+        detached.send(signal: SIGINT)
+        #expect(detached.waitForExit(timeout: TestTiming.scaled(10)) == .signaled(SIGINT))
+        // Whoever started it closes its stdin: it ends, exit 0.
+        let piped = try ChildProcess(arguments, stdin: .pipe)
+        #expect(piped.waitForStdout(timeout: TestTiming.scaled(10)) { Self.refreshes($0) >= 1 }, "stderr: \(piped.stderr)")
+        #expect(piped.write("q\n"), "bytes on a pipe are no keys")
+        #expect(piped.waitForStdout(timeout: TestTiming.scaled(10)) { Self.refreshes($0) >= 3 })
+        piped.closeInput()
+        #expect(piped.waitForExit(timeout: TestTiming.scaled(10)) == .exited(0), "stderr: \(piped.stderr)")
+        session.finish()
+    }
+
+    @Test("in a terminal with no keyboard (stdin not a terminal): Ctrl-C gives the screen back, then ends it by SIGINT",
+          .requires(.script),
+          .scaledTimeLimit(minutes: 1))
+    func terminalWithoutKeys() throws {
+        let session = try MetricsTests.Session()
+        try session.ask("calc://x-callback-url/add?lhs=1&rhs=2")
+        let command = "\(Products.xcallback) top --interval 0.2 \(session.metrics) </dev/null"
+        let top = try ChildProcess(["-qfec", command, "/dev/null"], executable: Self.script, stdin: .pipe)
+        try #require(top.waitForStdout(timeout: TestTiming.scaled(10)) { output in
+            Self.frames(output).last.map { Self.total(of: "calculator", in: $0) == 1 } ?? false
+        }, "stdout: \(top.stdout) stderr: \(top.stderr)")
+        // The terminal's own Ctrl-C: SIGINT to top, which is not reading keys.
+        #expect(top.write("\u{03}"))
+        #expect(top.waitForExit(timeout: TestTiming.scaled(10)) == .exited(128 + SIGINT), "stderr: \(top.stderr)")
+        #expect(top.stdout.contains("\u{1B}[?25h\u{1B}[?1049l"), "the screen given back")
+        session.finish()
+    }
 }
