@@ -60,6 +60,14 @@ struct QueueMetricsTests {
         for kind in ["connect", "claim", "record", "heartbeat", "listen"] {
             #expect(samples["xcallback_queue_database_errors_total{kind=\"\(kind)\"}"] == 0, "\(kind)")
         }
+        if !Requirement.promtool.skips("promtool check metrics on a queue host's metrics") {
+            let text = try #require(Scrape.body(unix: metrics))
+            let check = try ChildProcess(["check", "metrics"], executable: PrometheusTests.promtool, stdin: .pipe)
+            #expect(check.write(text))
+            check.closeInput()
+            #expect(check.waitForExit(timeout: 30) == .exited(0), "promtool: \(check.stdout) \(check.stderr)")
+            #expect(check.stdout.isEmpty && check.stderr.isEmpty, "promtool: \(check.stdout) \(check.stderr)")
+        }
 
         // Let it go: it is claimed and recorded, and nothing waits.
         #expect(holder.write("ROLLBACK;\n"))
