@@ -139,13 +139,21 @@ extension Host {
         reader.bytesRead = sink.input?.bytes
         let loop = InputLoop(reader: reader, dispatcher: dispatcher, sink: sink, watchdog: watchdog)
         loop.start()
-        // A stop ends the reading, once the thread that owns the input looks:
-        // one stuck writing to a worker that stopped reading never would. Past
-        // the grace period, what is in flight is answered `Timeout` and such
-        // workers are ended, which fails that write.
+        // A stop ends the reading, once the thread that owns the input looks.
+        // Two never would: one stuck in an in-process handler that never
+        // returns, once the watchdog's cap on stalled threads is reached, and
+        // one stuck writing to a worker that stopped reading. At the end of
+        // the grace period a new thread relieves the first (and lines not yet
+        // run are answered `ShuttingDown`); a margin later, what is in flight
+        // is answered `Timeout` and such workers are ended, which fails that
+        // write.
         var workersEnded = false
         while !loop.waitUntilInputEnds(deadline: MonotonicClock.now + 100_000_000) {
-            guard !workersEnded, let raisedAt = stopSignal.raisedAt,
+            guard let raisedAt = stopSignal.raisedAt,
+                  MonotonicClock.now >= raisedAt + configuration.gracePeriod.nanoseconds
+            else { continue }
+            loop.relieveStalledReader()
+            guard !workersEnded,
                   MonotonicClock.now >= raisedAt + configuration.gracePeriod.nanoseconds + Self.stuckInputMargin
             else { continue }
             workersEnded = true

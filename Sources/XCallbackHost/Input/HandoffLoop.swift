@@ -131,6 +131,16 @@ final class StallWatchdog: Sendable {
     func watch(_ loop: any StallWatchable) { loops.withLock { $0.append(loop) } }
     func forget(_ loop: any StallWatchable) { loops.withLock { $0.removeAll { $0 === loop } } }
     func stalledThreadReturned() { stalled.subtract(1, ordering: .relaxed) }
+
+    /// Hands `loop`'s input to a new thread if its item has stalled, even
+    /// past `maxStalled`: how a stop gets the input back when every thread
+    /// the cap allows is stuck in an in-process handler that never returns
+    /// (the new thread only reads on to the stop, and runs nothing).
+    func relieve(_ loop: any StallWatchable) {
+        if loop.handOffIfStalled(now: MonotonicClock.now, threshold: threshold) {
+            stalled.add(1, ordering: .relaxed)
+        }
+    }
     func stop() { running.store(false, ordering: .releasing) }
 
     func start() {

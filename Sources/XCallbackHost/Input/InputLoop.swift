@@ -8,6 +8,10 @@ final class InputLoop: Sendable {
     let sink: OutputSink
     private let loop: HandoffLoop<LineReader.Line>
     private let dispatched = LineCounter()
+    private let watchdog: StallWatchdog?
+    /// Set once a stop's grace period is over: a line still to be run is
+    /// answered `ShuttingDown` instead (`relieveStalledReader`).
+    private let pastGrace = PastGrace()
 
     /// Requests dispatched but not yet answered before reading pauses: a
     /// flood of input slows the reader instead of growing memory.
@@ -15,6 +19,7 @@ final class InputLoop: Sendable {
 
     init(reader: LineReader, dispatcher: Dispatcher, sink: OutputSink, watchdog: StallWatchdog?) {
         self.sink = sink
+        self.watchdog = watchdog
         let counter = dispatched
         let box = UncheckedReader(reader)
         reader.hasRequestsInFlight = { [counter, sink] in
@@ -37,12 +42,16 @@ final class InputLoop: Sendable {
                 sink.waitForRoom()
                 return box.reader.next(beforeBlocking: BatchingThread.flushDeferred)
             },
-            process: { [counter, dispatcher, sink, lane] line in
+            process: { [counter, dispatcher, sink, lane, pastGrace] line in
                 let sequence = counter.value.wrappingAdd(1, ordering: .relaxed).oldValue
                 counts?.lines.add()
                 switch line {
                 case .text(let bytes, let storage):
                     withExtendedLifetime(storage) {
+                        if pastGrace.value.load(ordering: .relaxed) {
+                            dispatcher.refuseWhileStopping(line: bytes, sequence: sequence, sink: sink)
+                            return
+                        }
                         if lane.enter() {
                             defer { lane.leave() }
                             if dispatcher.submitFast(line: bytes, sequence: sequence, sink: sink, lane: lane) { return }
@@ -77,6 +86,17 @@ final class InputLoop: Sendable {
     /// As `waitUntilInputEnds`, until `deadline` at most; false if it did not.
     func waitUntilInputEnds(deadline: UInt64) -> Bool { loop.waitUntilInputEnds(deadline: deadline) }
 
+    /// A stop is past its grace period: lines still to be run (read before
+    /// the stop, behind one that stalled) are answered `ShuttingDown`, and
+    /// if the thread that owns the input is stuck in a line, a new one reads
+    /// on to the stop, past the cap on stalled threads
+    /// (`StallWatchdog.relieve`): an in-process handler that never returns
+    /// must not keep the host from stopping.
+    func relieveStalledReader() {
+        pastGrace.value.store(true, ordering: .relaxed)
+        watchdog?.relieve(loop)
+    }
+
     /// Counted lines so far: the records the sink owes.
     var lineCount: UInt64 { dispatched.value.load(ordering: .acquiring) }
 }
@@ -85,6 +105,11 @@ final class InputLoop: Sendable {
 private final class UncheckedReader: @unchecked Sendable {
     let reader: LineReader
     init(_ reader: LineReader) { self.reader = reader }
+}
+
+/// Whether a stop's grace period is over, shared by the loop's closures.
+private final class PastGrace: Sendable {
+    let value = Atomic<Bool>(false)
 }
 
 /// Lines dispatched so far, shared by the loop's closures.
