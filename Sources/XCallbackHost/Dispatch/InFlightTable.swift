@@ -1,4 +1,5 @@
 import CXCallback
+import Synchronization
 import XCallbackBridge
 import XCallbackSystem
 
@@ -23,11 +24,16 @@ final class InFlightTable: Sendable {
     /// sends (`currentWorker`).
     private let workers = Lock<[WorkerProcess]>([])
     private let timer: DeadlineTimer
+    /// Set by `expireAll`: from then on every tick ends whatever is in
+    /// flight, so a request that starts after a stop's grace period (the
+    /// next hop of a chain whose answer came as the grace period ended, a
+    /// decline's next route) ends with it, not at its own deadline.
+    private let expiringAll = Atomic<Bool>(false)
 
     init(timeout: Duration) {
         self.timeout = timeout.nanoseconds
         let links = links
-        timer = DeadlineTimer(onExpiry: { links.owner?.expire($0) }, onTick: { links.table?.sweep(now: $0) })
+        timer = DeadlineTimer(onExpiry: { links.owner?.expire($0) }, onTick: { links.table?.tick(now: $0) })
         links.table = self
     }
 
@@ -68,11 +74,23 @@ final class InFlightTable: Sendable {
         }
     }
 
-    /// Ends every request still in flight, wherever it waits (a stop's
-    /// grace period is over).
+    /// Ends every request still in flight, wherever it waits, now and at
+    /// every tick from now on (a stop's grace period is over).
     func expireAll() {
+        expiringAll.store(true, ordering: .releasing)
         timer.expireAll()
         sweep(now: .max)
+    }
+
+    /// The clock's tick: what is past its deadline ends, or everything once
+    /// `expireAll` was called.
+    private func tick(now: UInt64) {
+        if expiringAll.load(ordering: .acquiring) {
+            timer.expireAll()
+            sweep(now: .max)
+        } else {
+            sweep(now: now)
+        }
     }
 
     /// How many requests each plug-in's handlers hold now, wherever they
