@@ -283,13 +283,15 @@ extension Host {
         watcher.start { [self] in reconcileChangedFiles() }
     }
 
-    /// Runs every plug-in's shutdown hook, bounded to 2 s in all: workers
-    /// run it and exit (no worker outlives the host); in-process plug-ins run
-    /// it on a thread of their own, so a hook that never returns cannot keep
-    /// the host from exiting.
+    /// Runs every plug-in's shutdown hook, bounded in all (`shutdownDeadline`):
+    /// workers run it and exit (no worker outlives the host: one still
+    /// running dies with it); in-process plug-ins run it on a thread of
+    /// their own, so a hook that never returns cannot keep the host from
+    /// exiting.
     func stopPlugins() {
         let endpoints = registry.endpoints
-        let deadline = MonotonicClock.now + 2_000_000_000
+        let started = MonotonicClock.now
+        let deadline = shutdownDeadline
         let workers = endpoints.compactMap { $0 as? WorkerEndpoint }
         for worker in workers { worker.shutdown() }
         let inProcess = endpoints.compactMap { $0 as? InProcessEndpoint }
@@ -309,7 +311,27 @@ extension Host {
         sandboxing.removeScratchFolders()
         let finished = unfinished.wait(until: { $0 == 0 }, deadline: deadline) { $0 == 0 }
         if !finished {
-            logger.warning("an in-process plug-in's shutdown hook did not return within 2 s; exiting without it")
+            let tenths = (Double(deadline &- started) / 1e8).rounded() / 10
+            logger.warning("an in-process plug-in's shutdown hook did not return within \(tenths) s; exiting without it")
         }
     }
+
+    /// When the plug-ins' shutdown hooks must be done: 2 s from now, but a
+    /// stop by signal ends within its grace period plus 1 s, whatever a
+    /// worker stuck in its handlers does (docs/usage.md, "Signals"); a hook
+    /// gets at least a fifth of a second.
+    private var shutdownDeadline: UInt64 {
+        let now = MonotonicClock.now
+        let usual = now + Self.shutdownHookBudget
+        guard let raisedAt = stopSignal.raisedAt else { return usual }
+        let bound = raisedAt + configuration.gracePeriod.nanoseconds + Self.stopEndMargin
+        return min(usual, max(bound, now + Self.shortestHookBudget))
+    }
+
+    static let shutdownHookBudget: UInt64 = 2_000_000_000
+    static let shortestHookBudget: UInt64 = 200_000_000
+    /// Past the grace period, what the rest of a stop may take before the
+    /// hooks must be done (the last records, the summary: well under the
+    /// second the stop is promised).
+    static let stopEndMargin: UInt64 = 800_000_000
 }

@@ -48,4 +48,29 @@ struct StuckReaderStopTests {
         #expect(records.allSatisfy { $0.errorCode == "Timeout" || $0.errorCode == "ShuttingDown" },
                 "\(records.map { $0.errorCode ?? "-" })")
     }
+
+    @Test("isolation process, a worker with every thread stuck in a handler: SIGTERM exits within the grace period plus 1 s",
+          .scaledTimeLimit(minutes: 2))
+    func stopWithAWorkerStuck() async throws {
+        let fixture = try HostFixture(["Faulty"], isolation: "process")
+        let child = try fixture.start(["--output", "jsonl", "--grace-period", "0.5", "--timeout", "600"], stdin: .pipe)
+        // 66 handlers that never return take every thread the worker has,
+        // so it reads nothing more, its shutdown frame included: its hook
+        // cannot run, and the host must not wait the 2 s it gives hooks.
+        let lines = (0..<66).map { "\(Self.hang)?n=\($0)" }
+        #expect(child.write(lines.map { $0 + "\n" }.joined()))
+        let stuck = await offCooperativePool {
+            child.waitForStderr(timeout: TestTiming.scaled(60)) {
+                $0.components(separatedBy: "hang: never returning").count - 1 >= 65
+            }
+        }
+        try #require(stuck, "stderr: \(child.stderr)")
+        let (_, seconds) = await child.stopAndTimeExit(signal: SIGTERM, timeout: TestTiming.scaled(15))
+        let status = await child.awaitExit(timeout: 5)
+        #expect(status == .exited(0), "stderr: \(child.stderr.suffix(2000))")
+        #expect(seconds.map { $0 < 0.5 + 1 + TestTiming.scaled(0.5) } == true, "exited \(seconds ?? -1) s after SIGTERM")
+        let records = try child.stdoutLines.map { try Record(jsonLine: $0) }
+        #expect(records.count == lines.count && records.allSatisfy { $0.errorCode == "Timeout" },
+                "\(records.map { $0.errorCode ?? "-" })")
+    }
 }
