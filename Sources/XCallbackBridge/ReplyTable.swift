@@ -93,6 +93,12 @@ public final class ReplyTable: Sendable {
     public static let remembered = 256
 
     private let storage = Lock(Storage())
+    /// The generation a new slot starts at: 0, but for a test of the wrap.
+    private let firstGeneration: UInt32
+
+    public init() { firstGeneration = 0 }
+
+    init(firstGeneration: UInt32) { self.firstGeneration = firstGeneration }
 
     /// Registers a pending handler call and returns its token.
     public func open(request: NativeRequest, plugin: String, deliver: @escaping Delivery) -> xcallback_reply {
@@ -112,7 +118,7 @@ public final class ReplyTable: Sendable {
                 index = reused
             } else {
                 index = UInt32(storage.slots.count)
-                storage.slots.append(Slot())
+                storage.slots.append(Slot(generation: firstGeneration))
             }
             storage.slots[Int(index)].entry = entry
             storage.slots[Int(index)].occupied = true
@@ -311,7 +317,13 @@ public final class ReplyTable: Sendable {
     private static func release(_ index: Int, in storage: inout Storage) {
         storage.slots[index].entry = nil
         storage.slots[index].occupied = false
-        storage.slots[index].generation &+= 1
+        // A slot whose generation would wrap is never used again: its next
+        // token would be one handed out 2^32 uses ago, which a plug-in may
+        // still hold (a request past its Timeout stays in `expired`). The
+        // fast lane reuses one slot for every request, so at full speed
+        // that is a matter of hours; one slot's memory is the price.
+        guard storage.slots[index].generation < UInt32.max else { return }
+        storage.slots[index].generation += 1
         storage.free.append(UInt32(index))
     }
 }

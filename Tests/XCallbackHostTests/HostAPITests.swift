@@ -214,6 +214,20 @@ struct ReplyTableTests {
         #expect(!table.expire(xcallback_reply(token: 0)))
     }
 
+    @Test("a slot whose generation would wrap is retired: no token is handed out twice")
+    func generationWrap() {
+        let table = ReplyTable(firstGeneration: UInt32.max - 1)
+        var tokens: Set<UInt64> = []
+        for _ in 0..<4 {
+            let reply = table.open(request: request(), plugin: "one") { _ in }
+            #expect(tokens.insert(reply.token).inserted, "token \(reply.token) handed out twice")
+            #expect(table.expire(reply))
+        }
+        // Slot 0 served generations max-1 and max, then slot 1 did the same.
+        #expect(tokens.map { $0 & 0xFFFF_FFFF }.sorted() == [0, 0, 1, 1])
+        #expect(table.complete(xcallback_reply(token: tokens.min()!)) { _, _ in .declined } == .afterTimeout(plugin: "one"))
+    }
+
     @Test func completeExpireAndReuse() {
         let table = ReplyTable()
         let recorder = Recorder()
