@@ -22,11 +22,15 @@ actor QueueConnection {
     /// the client's deadline: a statement the client gave up on (a lock wait,
     /// say) must not commit later on the server.
     let serverStatementTimeout: String?
+    /// Other settings of the session, sent with the startup packet.
+    let settings: [(String, String)]
 
-    init(location: QueueLocation, role: String, serverStatementTimeout: String? = nil, logger: Logger) {
+    init(location: QueueLocation, role: String, serverStatementTimeout: String? = nil,
+         settings: [(String, String)] = [], logger: Logger) {
         self.location = location
         self.role = role
         self.serverStatementTimeout = serverStatementTimeout
+        self.settings = settings
         self.logger = logger
     }
 
@@ -36,7 +40,8 @@ actor QueueConnection {
         if let connection, !connection.isClosed { return connection }
         let opened: PostgresConnection
         do {
-            opened = try await Self.connect(location, role: role, statementTimeout: serverStatementTimeout, logger: logger)
+            opened = try await Self.connect(location, role: role, statementTimeout: serverStatementTimeout,
+                                            settings: settings, logger: logger)
         } catch is CancellationError {
             throw CancellationError()
         } catch {
@@ -180,7 +185,7 @@ actor QueueConnection {
 
     /// A new connection to `location`, with TLS as its sslmode asks.
     static func connect(_ location: QueueLocation, role: String, statementTimeout: String? = nil,
-                        logger: Logger) async throws -> PostgresConnection {
+                        settings: [(String, String)] = [], logger: Logger) async throws -> PostgresConnection {
         var configuration: PostgresConnection.Configuration
         if location.usesUnixSocket {
             configuration = .init(unixSocketPath: location.socketPath, username: location.user,
@@ -198,6 +203,7 @@ actor QueueConnection {
                 ("statement_timeout", statementTimeout), ("idle_in_transaction_session_timeout", "60s"),
             ]
         }
+        configuration.options.additionalStartupParameters += settings
         let id = ids.withLock { value in
             value += 1
             return value

@@ -93,7 +93,8 @@ public final class QueueConsumer: Sendable {
         self.name = "\(ProcessInfo.processInfo.hostName):\(getpid())"
         (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         recorder = OutcomeBuffer()
-        claimConnection = QueueConnection(location: location, role: "host claim", serverStatementTimeout: "4s", logger: logger)
+        claimConnection = QueueConnection(location: location, role: "host claim", serverStatementTimeout: "4s",
+                                          settings: QueueStore.claimSettings, logger: logger)
         recordConnection = QueueConnection(location: location, role: "host record", serverStatementTimeout: "4s", logger: logger)
         controlConnection = QueueConnection(location: location, role: "host heartbeat", serverStatementTimeout: "4s", logger: logger)
         listenConnection = QueueConnection(location: location, role: "host listen", serverStatementTimeout: nil, logger: logger)
