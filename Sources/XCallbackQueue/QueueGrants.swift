@@ -6,7 +6,7 @@
 ///
 /// - `SCHEMA_host` claims, heartbeats, records and returns requests. It
 ///   never writes `outcomes` or `schema_migrations` itself: outcomes go
-///   through `record_outcomes` and `record_dead` (QueueSchema, version 2),
+///   through `record_outcomes` and `record_dead` (QueueSchema, versions 2 and 3),
 ///   which check the lease first, and it may update only the lease columns
 ///   of `requests`, never a line. It does not prune.
 /// - `SCHEMA_enqueue` adds requests and idempotency keys, nothing else.

@@ -261,14 +261,15 @@ struct QueueStore: Sendable {
     }
 
     /// Returns requests that were claimed but never started; the claim is
-    /// undone, attempt included, since nothing ran.
+    /// undone, attempt included, since nothing ran. Each found by its
+    /// primary key (`+ 0`: see migration 3 in QueueSchema).
     func release(_ requests: [ClaimedRequest], on connection: PostgresConnection) async throws {
         guard !requests.isEmpty else { return }
         try await connection.query("""
             UPDATE \(unescaped: s).requests r SET leased_by = NULL, attempt = r.attempt - 1, alone = false
             FROM unnest(\(requests.map(\.id))::int8[], \(requests.map(\.attempt))::int4[], \(requests.map(\.host))::int8[])
                 AS f(id, attempt, host)
-            WHERE r.id = f.id AND r.attempt = f.attempt AND r.leased_by = f.host
+            WHERE r.id = f.id AND r.attempt = f.attempt AND r.leased_by + 0 = f.host
             """, logger: logger)
         try await connection.query("SELECT pg_notify(\(channel), '')", logger: logger)
     }

@@ -238,7 +238,7 @@ struct QueueFenceTests {
         let status = try QueueTests.status(readerURL)
         #expect(status["done"] == 5 && status["ready"] == 0 && status["leased"] == 0, "\(status)")
         #expect(try TestPostgres.psql(owner, "SELECT attempts FROM xcallback.outcomes WHERE request_id = \(ids.lines[2])") == "2")
-        #expect(try TestPostgres.psql(owner, "SELECT max(version) FROM xcallback.schema_migrations") == "2")
+        #expect(try TestPostgres.psql(owner, "SELECT max(version) FROM xcallback.schema_migrations") == "3")
         // The owner still does everything, pruning included.
         let pruned = try xcallback(["queue", "prune", owner, "--retention", "86400"])
         #expect(pruned.status == .exited(0), "\(pruned.stderr)")
