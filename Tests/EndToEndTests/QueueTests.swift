@@ -53,6 +53,24 @@ struct QueueTests {
         #expect(try Self.status(queue) == ["ready": 0, "leased": 0, "done": 0, "dead": 0, "hosts": 0])
     }
 
+    @Test("queue init takes a schema at version 2 to 3, whose record_outcomes finds requests by primary key")
+    func migratesFromVersion2() throws {
+        let queue = try TestPostgres.database()
+        #expect(try xcallback(["queue", "init", queue]).status == .exited(0))
+        // Back to version 2: its record_outcomes (leased_by without + 0), and no row for 3.
+        let function = "xcallback.record_outcomes(int8[], int4[], int8[], text[], text[], text[], text)"
+        _ = try TestPostgres.psql(queue, """
+            DO $$ BEGIN EXECUTE replace(pg_get_functiondef('\(function)'::regprocedure), 'leased_by + 0', 'leased_by'); END $$;
+            DELETE FROM xcallback.schema_migrations WHERE version = 3
+            """)
+        let source = "SELECT prosrc LIKE '%leased_by + 0%' FROM pg_proc WHERE oid = '\(function)'::regprocedure"
+        #expect(try TestPostgres.psql(queue, source) == "f")
+        let migrated = try xcallback(["queue", "init", queue])
+        #expect(migrated.status == .exited(0) && migrated.stdout.contains("applied 3"), "\(migrated.stdout)\(migrated.stderr)")
+        #expect(try TestPostgres.psql(queue, source) == "t")
+        #expect(try TestPostgres.psql(queue, "SELECT max(version) FROM xcallback.schema_migrations") == "3")
+    }
+
     @Test("a queue that was never initialised is an error that says how to create it")
     func uninitialised() throws {
         let queue = try TestPostgres.database()
