@@ -2,13 +2,14 @@
 two hosts, and latency from enqueue to recorded outcome, against a real
 PostgreSQL started from Debian's packages in a temporary folder.
 
-    Benchmarks/Queue/run [--requests N] [--paced-rate R] [--seconds S]
+    Benchmarks/Queue/run [--requests N] [--paced-rate R] [--seconds S] [--pgbench-clients C]
 
 Calculator requests, in process (--isolation none), release build. Figures
 are printed and written to Benchmarks/results/queue-latest.json; README.md
 beside this file says what each one means.
 """
 import argparse
+import glob
 import json
 import os
 import platform
@@ -127,6 +128,20 @@ def end_to_end(binary, plugins, cluster, n, host_count):
     return n / (done - start)
 
 
+def pgbench_beside(cluster, clients):
+    """pgbench's default TPC-B-like load with `clients` clients, on a
+    database of its own on the same server, until stopped: the queue
+    sharing its server with another application."""
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/pgbench"))
+    if not found:
+        raise SystemExit("bench: --pgbench-clients needs pgbench (apt-get install postgresql)")
+    url = cluster.url.replace("/postgres?", "/pgbench?")
+    psql(cluster.url, "CREATE DATABASE pgbench")
+    sh([found[-1], "-i", "-q", "-s", "10", url], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return subprocess.Popen([found[-1], "-n", "-c", str(clients), "-j", "2", "-T", "3600", url],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def latency(binary, plugins, cluster, rate, seconds):
     """p50/p99 from enqueue to recorded outcome, with requests arriving at
     `rate` a second: one `enqueue` reads a pipe written every 10 ms, and
@@ -163,6 +178,8 @@ def main():
     parser.add_argument("--requests", type=int, default=100_000)
     parser.add_argument("--paced-rate", type=int, default=2_000)
     parser.add_argument("--seconds", type=float, default=10)
+    parser.add_argument("--pgbench-clients", type=int, default=0,
+                        help="also run two hosts with pgbench's load of this many clients beside them (8: issue 31's)")
     args = parser.parse_args()
     binary, plugins = build()
     cluster = Cluster()
@@ -172,6 +189,15 @@ def main():
         one = end_to_end(binary, plugins, cluster, args.requests, 1)
         two = end_to_end(binary, plugins, cluster, args.requests, 2)
         paced, p50, p99 = latency(binary, plugins, cluster, args.paced_rate, args.seconds)
+        beside = None
+        if args.pgbench_clients > 0:
+            load = pgbench_beside(cluster, args.pgbench_clients)
+            try:
+                time.sleep(2)
+                beside = end_to_end(binary, plugins, cluster, args.requests, 2)
+            finally:
+                load.terminate()
+                load.wait(timeout=60)
     finally:
         cluster.stop()
         shutil.rmtree(plugins, ignore_errors=True)
@@ -185,9 +211,14 @@ def main():
         "latency_p50_ms": round(p50, 2),
         "latency_p99_ms": round(p99, 2),
     }
+    if beside is not None:
+        results["end_to_end_two_hosts_with_pgbench_per_second"] = round(beside)
+        results["pgbench_clients"] = args.pgbench_clients
     print(f"enqueue                     {results['enqueue_per_second']:>8} requests/s")
     print(f"end to end, one host        {results['end_to_end_one_host_per_second']:>8} requests/s  (target 5,000)")
     print(f"end to end, two hosts       {results['end_to_end_two_hosts_per_second']:>8} requests/s")
+    if beside is not None:
+        print(f"two hosts, pgbench -c {args.pgbench_clients} beside {results['end_to_end_two_hosts_with_pgbench_per_second']:>8} requests/s")
     print(f"enqueue -> recorded, at {results['paced_rate_per_second']}/s: p50 {results['latency_p50_ms']} ms, p99 {results['latency_p99_ms']} ms")
     os.makedirs(ROOT + "/Benchmarks/results", exist_ok=True)
     with open(ROOT + "/Benchmarks/results/queue-latest.json", "w") as f:
