@@ -25,19 +25,10 @@ struct StuckReaderStopTests {
         let fixture = try HostFixture(["Faulty"], isolation: "none")
         // --timeout far off: what ends the hung requests is the stop.
         let child = try fixture.start(["--output", "jsonl", "--grace-period", "1", "--timeout", "600"], stdin: .pipe)
-        let lines = (0..<Self.lineCount).map { "\(Self.hang)?n=\($0)" }
-        #expect(child.write(lines.map { $0 + "\n" }.joined()))
         // The owner and the 64 threads the watchdog relieved it with are all
-        // in the handler (Faulty logs each): the input now waits.
-        let stuck = await offCooperativePool {
-            child.waitForStderr(timeout: TestTiming.scaled(60)) {
-                $0.components(separatedBy: "hang: never returning").count - 1 >= 65
-            }
-        }
-        try #require(stuck, "stderr: \(child.stderr)")
-        let (_, seconds) = await child.stopAndTimeExit(signal: SIGTERM, timeout: TestTiming.scaled(15))
-        let status = await child.awaitExit(timeout: 5)
-        #expect(status == .exited(0), "stderr: \(child.stderr.suffix(2000))")
+        // in the handler: the input now waits.
+        let lines = try await Self.hangEveryThread(of: child, lines: Self.lineCount)
+        let seconds = await Self.stop(child)
         #expect(seconds.map { $0 < 1 + TestTiming.scaled(1) } == true, "exited \(seconds ?? -1) s after SIGTERM")
         // Every line has exactly one record: the hung ones Timeout, the ones
         // never run ShuttingDown.
@@ -57,7 +48,18 @@ struct StuckReaderStopTests {
         // 66 handlers that never return take every thread the worker has,
         // so it reads nothing more, its shutdown frame included: its hook
         // cannot run, and the host must not wait the 2 s it gives hooks.
-        let lines = (0..<66).map { "\(Self.hang)?n=\($0)" }
+        let lines = try await Self.hangEveryThread(of: child, lines: 66)
+        let seconds = await Self.stop(child)
+        #expect(seconds.map { $0 < 0.5 + 1 + TestTiming.scaled(0.5) } == true, "exited \(seconds ?? -1) s after SIGTERM")
+        let records = try child.stdoutLines.map { try Record(jsonLine: $0) }
+        #expect(records.count == lines.count && records.allSatisfy { $0.errorCode == "Timeout" },
+                "\(records.map { $0.errorCode ?? "-" })")
+    }
+
+    /// Writes `count` hanging lines and waits until 65 handlers (Faulty
+    /// logs each) hold every reading thread; returns the lines.
+    private static func hangEveryThread(of child: ChildProcess, lines count: Int) async throws -> [String] {
+        let lines = (0..<count).map { "\(hang)?n=\($0)" }
         #expect(child.write(lines.map { $0 + "\n" }.joined()))
         let stuck = await offCooperativePool {
             child.waitForStderr(timeout: TestTiming.scaled(60)) {
@@ -65,12 +67,14 @@ struct StuckReaderStopTests {
             }
         }
         try #require(stuck, "stderr: \(child.stderr)")
+        return lines
+    }
+
+    /// SIGTERM, then how many seconds the host took to exit (it must exit 0).
+    private static func stop(_ child: ChildProcess) async -> Double? {
         let (_, seconds) = await child.stopAndTimeExit(signal: SIGTERM, timeout: TestTiming.scaled(15))
         let status = await child.awaitExit(timeout: 5)
         #expect(status == .exited(0), "stderr: \(child.stderr.suffix(2000))")
-        #expect(seconds.map { $0 < 0.5 + 1 + TestTiming.scaled(0.5) } == true, "exited \(seconds ?? -1) s after SIGTERM")
-        let records = try child.stdoutLines.map { try Record(jsonLine: $0) }
-        #expect(records.count == lines.count && records.allSatisfy { $0.errorCode == "Timeout" },
-                "\(records.map { $0.errorCode ?? "-" })")
+        return seconds
     }
 }
