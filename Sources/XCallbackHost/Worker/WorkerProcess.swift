@@ -417,9 +417,6 @@ extension WorkerProcess {
         }
     }
 
-    /// The deadline timer's side: requests in the lane past their deadline
-    /// join the general path, which answers them `Timeout` (and, for a
-    /// handler that never returned, reports the worker hung).
     /// Whether it has exited and everything it held has been answered or
     /// handed on.
     var hasEnded: Bool { ended.withLock { $0 } }
@@ -427,6 +424,9 @@ extension WorkerProcess {
     /// Requests this worker's lane has sent and not seen answered.
     var laneRequestCount: Int { lane.load()?.count ?? 0 }
 
+    /// The deadline timer's side: requests in the lane past their deadline
+    /// join the general path, which answers them `Timeout` (and, for a
+    /// handler that never returned, reports the worker hung).
     func expireSlots(startedBefore cutoff: UInt64) {
         guard let slots = lane.load(), !slots.isEmpty else { return }
         // Taken and tracked under the state lock, in one step: a `returned`
