@@ -77,47 +77,56 @@ struct QueueChaosTests {
             + (restartingServer ? ["--wait-for-database", "60"] : [])
         func startHost() throws -> ChildProcess { try fixture.start(hostArguments, stdin: .null) }
         var hosts = [try startHost(), try startHost(), try startHost()]
-        // Kills come every 1 to 2 seconds; a short run gets its two
-        // terminations all the same, the first before any kill.
         var retired: [ChildProcess] = []
         var kills = 0, terminations = 0, serverRestarts = 0
         let started = Date()
         let limit = Date(timeIntervalSinceNow: TestTiming.scaled(480))
-        // Every few seconds (a fraction of a second for a short run) a host
-        // is SIGKILLed and started again; the first and third time, every
-        // host's connections are terminated instead.
-        // (Hosts got fast enough that 50,000 requests could be done before
-        // a second kill at 2 to 4 seconds: 1 to 2 seconds now.)
+        // The chaos every run must see, in order: every host's connections
+        // terminated, a kill (or, in the second run, the server stopped as
+        // by a crash), the connections again, two kills. Each event comes
+        // after a pause (1 to 2 s; a fraction of one for a short run) or
+        // as soon as its share of the queue is done, whichever is first:
+        // a queue fast enough to drain between two pauses still meets the
+        // whole plan mid-run. After the plan, a kill every pause.
+        enum Event { case terminate, restartServer, kill }
+        let plan: [Event] = [.terminate, restartingServer ? .restartServer : .kill, .terminate, .kill, .kill]
         let pause: ClosedRange<UInt64> = count >= 20_000 ? 1_000_000...2_000_000 : 300_000...800_000
-        var round = 0
+        var nextAt = Date(timeIntervalSinceNow: Double(UInt64.random(in: pause, using: &random)) / 1e6)
+        var fired = 0
         while Date() < limit {
             let status = try QueueTests.status(queue)
-            if status["done"]! + status["dead"]! >= Double(count) { break }
-            usleep(UInt32(UInt64.random(in: pause, using: &random)))
-            round += 1
-            if round == 1 || round == 3 {
+            let finished = status["done"]! + status["dead"]!
+            if finished >= Double(count) { break }
+            let share = Double(fired + 1) / Double(plan.count + 2)
+            guard Date() >= nextAt || (fired < plan.count && finished >= share * Double(count)) else {
+                usleep(250_000)
+                continue
+            }
+            switch fired < plan.count ? plan[fired] : .kill {
+            case .terminate:
                 _ = try TestPostgres.psql(queue, """
                     SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
                     WHERE application_name LIKE 'xcallback host%' AND datname = current_database()
                     """)
                 terminations += 1
-                continue
-            }
-            if restartingServer && round == 2, let cluster {
+            case .restartServer:
                 // Down for 1 to 3 s: every host's connections and
                 // uncommitted work are gone, and leases run out meanwhile.
+                guard let cluster else { break }
                 TestPostgres.stopCluster(in: cluster.folder)
                 usleep(UInt32(UInt64.random(in: 1_000_000...3_000_000, using: &random)))
                 try TestPostgres.resumeCluster(in: cluster.folder)
                 serverRestarts += 1
-                continue
+            case .kill:
+                let victim = Int(random.next() % UInt64(hosts.count))
+                kill(hosts[victim].pid, SIGKILL)
+                _ = hosts[victim].waitForExit(timeout: 10)
+                retired.append(hosts[victim])
+                hosts[victim] = try startHost()
+                kills += 1
             }
-            let victim = Int(random.next() % UInt64(hosts.count))
-            kill(hosts[victim].pid, SIGKILL)
-            _ = hosts[victim].waitForExit(timeout: 10)
-            retired.append(hosts[victim])
-            hosts[victim] = try startHost()
-            kills += 1
+            fired += 1
+            nextAt = Date(timeIntervalSinceNow: Double(UInt64.random(in: pause, using: &random)) / 1e6)
         }
         // A host SIGTERMed before it has set up its signal handling (just
         // started again) dies of it: wait until each one consumes.
@@ -152,7 +161,7 @@ struct QueueChaosTests {
         #expect(distinct == count, "seed \(seed)")
         #expect(left == 0, "seed \(seed)")
         #expect(recordedIDs == ids, "seed \(seed)")
-        #expect(kills >= 2 && terminations == 2 && serverRestarts == (restartingServer ? 1 : 0),
+        #expect(kills >= (restartingServer ? 2 : 3) && terminations == 2 && serverRestarts == (restartingServer ? 1 : 0),
                 "the run ended before the chaos did (seed \(seed))")
         if restartingServer {
             // The hosts lived through the outage, not around it.
