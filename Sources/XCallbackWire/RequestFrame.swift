@@ -14,8 +14,8 @@ import Musl
 /// source (empty when the flag is 0), parameters and route arguments (each
 /// a u32 count and name/value strings), the request's own id u64 and its
 /// attempt u32. This type is the only code that knows that order: the
-/// general path writes it from `RequestFields`, a lane from the bytes of its
-/// `NativeRequest`, and both read it through `read(_:into:)`.
+/// general path writes it from `RequestFields`, a lane from its line's bytes
+/// (`writeLine`), and both read it through `read(_:into:)`.
 public enum RequestFrame {
     public static func write(id: UInt64, handler: UInt32, _ content: some RequestFrameContent,
                               into output: inout [UInt8]) {
@@ -131,37 +131,89 @@ public struct RequestFieldsBuilder: RequestFrameBuilder {
 
 // MARK: a lane's shape
 
-/// A request a host lane filled in place, as a frame's content: `urlCount`
-/// bytes of URL, and no route arguments (a lane's routes are all literals).
-public struct LaneRequestContent: RequestFrameContent {
-    public let request: NativeRequest
-    public let urlCount: Int
-
-    public init(_ request: NativeRequest, urlCount: Int) {
-        self.request = request
-        self.urlCount = urlCount
-    }
-
-    public func writeURL(_ writer: inout WireWriter) { writer.bytes(request.url, count: urlCount) }
-    public func writeScheme(_ writer: inout WireWriter) { writer.bytes(request.scheme, count: strlen(request.scheme)) }
-    public var hasSource: Bool { request.source != nil }
-    public func writeSource(_ writer: inout WireWriter) {
-        if let source = request.source { writer.bytes(source, count: strlen(source)) }
-    }
-    public func writeParameters(_ writer: inout WireWriter) {
-        let count = request.parameterCount
-        writer.u32(UInt32(count))
-        for index in 0..<count {
-            // In range by construction: both exist for every index below the count.
-            let name = request.parameterName(at: index)!
-            let (value, valueCount) = request.parameterValue(at: index)!
-            writer.bytes(name, count: strlen(name))
-            writer.bytes(value, count: valueCount)
+extension RequestFrame {
+    /// Writes the frame of a line a host lane parsed (`parsed`), decoding
+    /// each value from the line straight into the frame: the bytes `write`
+    /// makes from the same line's `RequestFields`. A lane's routes are all
+    /// literals, so there are no route arguments; the attempt is the first.
+    /// `requestID` is asked for only once every value decoded. Returns
+    /// false, with `output` as it was, when a value does not decode (the
+    /// general path then says why).
+    public static func writeLine(id: UInt64, handler: UInt32, line: UnsafeBufferPointer<UInt8>, parsed: RequestLine,
+                                 requestID: () -> UInt64, into output: inout [UInt8]) -> Bool {
+        guard let base = line.baseAddress else { return false }
+        let start = output.count
+        // Room for the fixed fields, the URL, the scheme, the source and
+        // the parameters (together no longer than the line, each with its
+        // length), and for the decoder's whole-word copies past the end of
+        // a value (at most the rest of the line).
+        let room = 64 + 8 * parsed.parameters.count + 5 * line.count
+        output.append(contentsOf: repeatElement(0, count: room))
+        let written = output.withUnsafeMutableBufferPointer { buffer -> Int? in
+            let frame = buffer.baseAddress! + start
+            var cursor = WorkerFrame.headerSize
+            func integer<T: FixedWidthInteger>(_ value: T) {
+                UnsafeMutableRawPointer(frame + cursor).storeBytes(of: value.littleEndian, as: T.self)
+                cursor += MemoryLayout<T>.size
+            }
+            func bytes(from start: Int, count: Int) {
+                integer(UInt32(truncatingIfNeeded: count))
+                (frame + cursor).update(from: base + start, count: count)
+                cursor += count
+            }
+            func decoded(_ span: RequestLine.Span) -> Bool {
+                let length = cursor
+                cursor += 4
+                guard let count = RequestLine.decodeValue(span, in: line, into: frame + cursor) else { return false }
+                UnsafeMutableRawPointer(frame + length).storeBytes(of: UInt32(truncatingIfNeeded: count).littleEndian,
+                                                                   as: UInt32.self)
+                cursor += count
+                return true
+            }
+            integer(id)
+            integer(handler)
+            bytes(from: 0, count: line.count)
+            bytes(from: parsed.scheme.start, count: parsed.scheme.count)
+            for index in parsed.scheme.start..<parsed.scheme.end {
+                let byte = base[index]
+                frame[cursor - parsed.scheme.end + index] = byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte
+            }
+            if let source = parsed.source {
+                integer(UInt8(1))
+                guard decoded(source) else { return nil }
+            } else {
+                integer(UInt8(0))
+                integer(UInt32(0))
+            }
+            integer(UInt32(truncatingIfNeeded: parsed.parameters.count))
+            for parameter in parsed.parameters {
+                bytes(from: parameter.name.start, count: parameter.name.count)
+                guard decoded(parameter.value) else { return nil }
+            }
+            integer(UInt32(0))
+            integer(requestID())
+            integer(UInt32(1))
+            UnsafeMutableRawPointer(frame).storeBytes(of: UInt32(truncatingIfNeeded: cursor - WorkerFrame.headerSize).littleEndian, as: UInt32.self)
+            frame[4] = WorkerFrame.requestKind
+            return cursor
         }
+        guard let written else {
+            output.removeLast(room)
+            return false
+        }
+        output.removeLast(room - written)
+        return true
     }
-    public func writeArguments(_ writer: inout WireWriter) { writer.u32(0) }
-    public var requestID: UInt64 { request.id }
-    public var attempt: UInt32 { request.attempt }
+
+    /// The URL of a whole `request` frame, header included (a lane's slot
+    /// keeps the frame, not the line), or nil when it is not one.
+    public static func url(ofFrame frame: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
+        guard frame.count >= WorkerFrame.headerSize, frame[4] == WorkerFrame.requestKind else { return nil }
+        let payload = UnsafeRawBufferPointer(rebasing: frame[WorkerFrame.headerSize...])
+        var reader = WireReader(bytes: payload)
+        guard reader.u64() != nil, reader.u32() != nil, let url = reader.span() else { return nil }
+        return payload.slice(url)
+    }
 }
 
 /// Reads a `request` frame into a worker lane's `NativeRequest`, in place,

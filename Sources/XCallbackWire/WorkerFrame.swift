@@ -149,12 +149,14 @@ public enum WorkerFrame: Equatable, Sendable {
         defer { swap(&writer.output, &output) }
         writer.output.append(contentsOf: [0, 0, 0, 0, kind.rawValue])
         fill(&writer)
-        let length = UInt32(writer.output.count - start - 5)
+        let length = UInt32(writer.output.count - start - headerSize)
         for index in 0..<4 {
             writer.output[start + index] = UInt8(truncatingIfNeeded: length >> UInt32(8 * index))
         }
     }
 
+    /// A frame's length (u32, of its payload) and kind (u8), before its payload.
+    public static let headerSize = 5
     public static let requestKind = Kind.request.rawValue
     public static let resultKind = Kind.result.rawValue
     public static let returnedKind = Kind.returned.rawValue

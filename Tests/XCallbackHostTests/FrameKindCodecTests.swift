@@ -22,15 +22,46 @@ struct FrameKindCodecTests {
 
     private func payload(_ frame: [UInt8]) -> [UInt8] { Array(frame[5...]) }
 
-    @Test("a request frame from fields and from a lane's native request is the same bytes")
-    func requestShapesAgree() {
-        var general: [UInt8] = []
-        RequestFrame.write(id: 7, handler: 2, fields, into: &general)
-        let native = NativeRequest(fields, route: "calc://x-callback-url/add")
-        var lane: [UInt8] = []
-        RequestFrame.write(id: 7, handler: 2, LaneRequestContent(native, urlCount: strlen(native.url)), into: &lane)
-        #expect(general == lane)
-        #expect(general[4] == WorkerFrame.requestKind)
+    @Test("a request frame from fields and from a lane's parsed line is the same bytes")
+    func requestShapesAgree() throws {
+        let lines = [
+            "calc://x-callback-url/add?lhs=1&rhs=2&text=%E6%97%A5&x-source=Launch%20Center",
+            "CaLc://x-callback-url/add?x-success=a%3A%2F%2Fb&lhs=%20&x-error=e:&rhs=&empty",
+            "calc://x-callback-url/add",
+        ]
+        for text in lines {
+            let url = try RequestURL(parsing: text)
+            let fields = RequestFields(url: text, scheme: url.scheme, source: url.source,
+                                       parameters: url.parameters.items, arguments: [], id: 41, attempt: 1)
+            var general: [UInt8] = []
+            RequestFrame.write(id: 7, handler: 2, fields, into: &general)
+            var lane: [UInt8] = [9, 9]
+            var parsed = RequestLine()
+            let written = Array(text.utf8).withUnsafeBufferPointer { line in
+                parsed.parse(line)
+                    && RequestFrame.writeLine(id: 7, handler: 2, line: line, parsed: parsed, requestID: { 41 }, into: &lane)
+            }
+            #expect(written)
+            #expect(Array(lane.dropFirst(2)) == general, "\(text)")
+            #expect(general[4] == WorkerFrame.requestKind)
+            let url2 = Array(lane.dropFirst(2)).withUnsafeBytes { RequestFrame.url(ofFrame: $0).map { Array($0) } }
+            #expect(url2 == Array(text.utf8))
+        }
+    }
+
+    @Test("a line whose value does not decode writes no frame and takes no request id")
+    func undecodableLineWritesNothing() {
+        let text = "calc://x-callback-url/add?lhs=%E6%97&rhs=1"
+        var output: [UInt8] = [1, 2, 3]
+        var asked = false
+        var parsed = RequestLine()
+        let written = Array(text.utf8).withUnsafeBufferPointer { line in
+            parsed.parse(line)
+                && RequestFrame.writeLine(id: 7, handler: 2, line: line, parsed: parsed,
+                                          requestID: { asked = true; return 1 }, into: &output)
+        }
+        #expect(!written && !asked)
+        #expect(output == [1, 2, 3])
     }
 
     @Test("a request frame read into fields and into a native request agree")

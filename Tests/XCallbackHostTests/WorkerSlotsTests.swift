@@ -3,6 +3,7 @@ import Testing
 @testable import XCallbackHost
 @testable import XCallbackSystem
 import XCallbackURL
+import XCallbackWire
 
 /// `WorkerSlots`, the table of requests a worker's fast lane has out: a
 /// slot per id (`id % capacity`), claimed by publishing the id, taken
@@ -42,9 +43,21 @@ struct WorkerSlotsTests {
         slot.pointee.sequence = id &* 10
         slot.pointee.requestID = id &+ 1_000
         slot.pointee.handler = Int(id % 5)
-        slot.pointee.line = line ?? Array("t://x-callback-url/r?id=\(id)".utf8)
+        slot.pointee.frame = frame(id, line: line ?? Array("t://x-callback-url/r?id=\(id)".utf8))
         slots.publish(id, started: started)
         return true
+    }
+
+    /// The request frame a lane sends for `line`, as its slot keeps it.
+    static func frame(_ id: UInt64, line: [UInt8]) -> [UInt8] {
+        var frame: [UInt8] = []
+        var parsed = RequestLine()
+        let written = line.withUnsafeBufferPointer { line in
+            parsed.parse(line)
+                && RequestFrame.writeLine(id: id, handler: 0, line: line, parsed: parsed, requestID: { id }, into: &frame)
+        }
+        precondition(written)
+        return frame
     }
 
     /// What `take` saw: the slot's id, sequence, and whether its handler returned.
@@ -71,7 +84,7 @@ struct WorkerSlotsTests {
         #expect(slots.freeSlot(for: 2) != nil)
 
         let taken = slots.take(1) { request, returned in
-            (request.id, request.sequence, request.requestID, request.handler, String(decoding: request.line, as: UTF8.self), returned)
+            (request.id, request.sequence, request.requestID, request.handler, request.withLine { String(decoding: $0, as: UTF8.self) }, returned)
         }
         #expect(taken?.0 == 1 && taken?.1 == 10 && taken?.2 == 1_001 && taken?.3 == 1)
         #expect(taken?.4 == "t://x-callback-url/r?id=1" && taken?.5 == false)
@@ -161,12 +174,12 @@ struct WorkerSlotsTests {
     @Test("a long line's room is given back when its slot is taken; a short one's is kept for the next")
     func longLinesAreNotKept() {
         let slots = WorkerSlots(owner: UnusedOwner())
-        Self.publish(slots, 1, line: [UInt8](repeating: UInt8(ascii: "a"), count: 100_000))
+        Self.publish(slots, 1, line: Array("t://x-callback-url/r?a=".utf8) + [UInt8](repeating: UInt8(ascii: "a"), count: 100_000))
         _ = Self.take(slots, 1)
-        #expect(slots.freeSlot(for: 1 + Self.capacity)?.pointee.line.capacity == 0)
-        Self.publish(slots, 2, line: [UInt8](repeating: UInt8(ascii: "b"), count: 100))
+        #expect(slots.freeSlot(for: 1 + Self.capacity)?.pointee.frame.capacity == 0)
+        Self.publish(slots, 2, line: Array("t://x-callback-url/r?b=".utf8) + [UInt8](repeating: UInt8(ascii: "b"), count: 100))
         _ = Self.take(slots, 2)
-        #expect((slots.freeSlot(for: 2 + Self.capacity)?.pointee.line.capacity ?? 0) >= 100)
+        #expect((slots.freeSlot(for: 2 + Self.capacity)?.pointee.frame.capacity ?? 0) >= 100)
     }
 
     @Test("threads racing for the same requests (answers, the timer, an exit scan): each is taken exactly once")

@@ -1,5 +1,6 @@
 import XCallbackBridge
 import XCallbackURL
+import XCallbackWire
 
 // The fast lane to a worker: a line whose literal route leads to a plug-in
 // in a worker process goes out as a request frame written from the line's
@@ -20,17 +21,15 @@ extension Dispatcher: WorkerLaneOwner {
         let callbacks = lane.decodedCallbacks
         func routed(_ callback: UnsafeBufferPointer<UInt8>?) -> Bool { callback.map(snapshot.routesScheme(of:)) ?? false }
         guard !routed(callbacks.success), !routed(callbacks.error), !routed(callbacks.cancel) else { return false }
-        guard lane.native.fill(line: line, parsed: lane.line, route: "", routeBytes: UnsafeBufferPointer(start: nil, count: 0)),
-              let worker = target.endpoint.currentWorker
-        else { return false }
-        return worker.sendFast(handler: target.handler, request: lane.native, line: line, callbacks: callbacks,
+        guard let worker = target.endpoint.currentWorker else { return false }
+        return worker.sendFast(handler: target.handler, line: line, parsed: lane.line, callbacks: callbacks,
                                sequence: sequence, sink: sink, owner: self)
     }
 
     /// Takes a request over from a worker's slot: from here on it is a
     /// pending request like any other, whose first route was tried.
     func adopt(_ request: inout WorkerSlots.Request, started: UInt64, plugin: String) -> AdoptedRequest {
-        let pending = request.line.withUnsafeBufferPointer { line in
+        let pending = request.withLine { line in
             handOver(line: line, id: request.requestID, sequence: request.sequence, sink: request.sink!, started: started)
         }
         let call = begin(pending, plugin: plugin)
@@ -43,7 +42,7 @@ extension Dispatcher: WorkerLaneOwner {
     func end(_ answer: Ending, ofSlot request: inout WorkerSlots.Request, plugin: String, started: UInt64) {
         withUnsafePointer(to: &request) { request in
             request.pointee.callbacks.withUnsafeBufferPointer { callbacks in
-                request.pointee.line.withUnsafeBufferPointer { line in
+                request.pointee.withLine { line in
                     end(answer, of: SlotRequest(request: request, callbacks: callbacks, line: line, dispatcher: self,
                                                 plugin: plugin, startedAt: started))
                 }
@@ -101,6 +100,15 @@ struct SlotRequest: EndingRequest {
 }
 
 extension WorkerSlots.Request {
+    /// The line as read: the URL its frame carries.
+    func withLine<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+        frame.withUnsafeBytes { frame in
+            // The host wrote this frame itself (`RequestFrame.writeLine`).
+            let url = RequestFrame.url(ofFrame: frame)!
+            return body(url.assumingMemoryBound(to: UInt8.self))
+        }
+    }
+
     /// The decoded callback for an answer of `kind`, if the line named one
     /// that is not empty (`OutcomeKind.callback` decides which).
     func callback(for kind: OutcomeKind, in bytes: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<UInt8>? {

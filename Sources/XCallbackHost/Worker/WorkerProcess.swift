@@ -304,7 +304,7 @@ extension WorkerProcess {
     /// in a slot (`WorkerSlots`); false, having sent nothing, when the lane
     /// is closed or the slot is busy (then `send` takes it). Its
     /// `request_id` comes from `owner`, taken only once it goes.
-    func sendFast(handler: Int, request: NativeRequest, line: UnsafeBufferPointer<UInt8>,
+    func sendFast(handler: Int, line: UnsafeBufferPointer<UInt8>, parsed: RequestLine,
                   callbacks: (success: UnsafeBufferPointer<UInt8>?, error: UnsafeBufferPointer<UInt8>?,
                               cancel: UnsafeBufferPointer<UInt8>?),
                   sequence: UInt64, sink: OutputSink, owner: any WorkerLaneOwner) -> Bool {
@@ -316,34 +316,42 @@ extension WorkerProcess {
             guard !laneClosed.load(ordering: .sequentiallyConsistent) else { return }
             let id = nextID.load(ordering: .relaxed)
             guard let slot = slots.freeSlot(for: id) else { return }
+            // The frame is built in the slot, which keeps it: the request
+            // id is taken only once every value decoded. From the owner,
+            // not a capturing closure: one would retain the dispatcher,
+            // whose weak references make that a slow retain.
+            var requestID: UInt64 = 0
+            slot.pointee.frame.removeAll(keepingCapacity: true)
+            guard RequestFrame.writeLine(id: id, handler: UInt32(handler), line: line, parsed: parsed,
+                                         requestID: { requestID = owner.nextID(); return requestID },
+                                         into: &slot.pointee.frame)
+            else { return }
             nextID.store(id + 1, ordering: .relaxed)
-            // From the owner, not a closure: one would retain the
-            // dispatcher, whose weak references make that a slow retain.
-            let requestID = owner.nextID()
-            request.assign(id: requestID)
             slot.pointee.id = id
             slot.pointee.sequence = sequence
             slot.pointee.requestID = requestID
             slot.pointee.handler = handler
             slot.pointee.sink = sink
-            slot.pointee.line.removeAll(keepingCapacity: true)
-            slot.pointee.line.append(contentsOf: line)
             slot.pointee.callbacks.removeAll(keepingCapacity: true)
             slot.pointee.successCount = Self.append(callbacks.success, to: &slot.pointee.callbacks)
             slot.pointee.errorCount = Self.append(callbacks.error, to: &slot.pointee.callbacks)
             slot.pointee.cancelCount = Self.append(callbacks.cancel, to: &slot.pointee.callbacks)
+            // Out before the slot is published: once it is, another thread
+            // may take it.
+            let frameStart = bytes.count
+            bytes.append(contentsOf: slot.pointee.frame)
             slots.publish(id, started: MonotonicClock.coarseNow)
             // Against `closeLane`: either it sees this slot, or this sees the
-            // lane closed and takes the slot back before its frame is written.
+            // lane closed and takes the frame back before it is written.
             atomicMemoryFence(ordering: .sequentiallyConsistent)
             if laneClosed.load(ordering: .sequentiallyConsistent) {
+                bytes.removeSubrange(frameStart...)
                 // Unless the exit scan took it first: then it waits for the
                 // next worker like any request this one never began.
                 withdrawn = slots.unpublish(id)
                 sent = !withdrawn
                 return
             }
-            RequestFrame.write(id: id, handler: UInt32(handler), LaneRequestContent(request, urlCount: line.count), into: &bytes)
             sent = true
         }
         // A retiring worker may have left its stop to this request.

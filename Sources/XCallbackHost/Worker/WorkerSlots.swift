@@ -26,9 +26,10 @@ final class WorkerSlots: @unchecked Sendable {
         var requestID: UInt64 = 0
         var handler: Int = 0
         var sink: OutputSink?
-        /// The line as read, for the general path if it takes the request
-        /// over (an error, a decline, a timeout, a crash).
-        var line: [UInt8] = []
+        /// The request frame sent, whole: the one form the lane builds, from
+        /// which the general path takes the line as read if it takes the
+        /// request over (an error, a decline, a timeout, a crash).
+        var frame: [UInt8] = []
         /// The decoded `x-success`, `x-error` and `x-cancel`, back to back.
         var callbacks: [UInt8] = []
         var successCount = 0
@@ -131,7 +132,7 @@ final class WorkerSlots: @unchecked Sendable {
                 let result = body(&requests[index], current & Self.returnedBit != 0)
                 requests[index].sink = nil
                 // A long line's room is not kept for the worker's life.
-                if requests[index].line.capacity > Self.keptBytes { requests[index].line = [] }
+                if requests[index].frame.capacity > Self.keptBytes { requests[index].frame = [] }
                 if requests[index].callbacks.capacity > Self.keptBytes { requests[index].callbacks = [] }
                 states[index].store(0, ordering: .releasing)
                 outstanding.subtract(1, ordering: .releasing)
