@@ -56,9 +56,19 @@ final class HandoffLoop<Item>: StallWatchable, @unchecked Sendable {
         let clock = StallClock.Owner(loop: self)
         StallClock.setCurrent(clock)
         defer { StallClock.setCurrent(nil) }
+        var previousStart: UInt64 = 0
         while let item = read() {
+            let now = MonotonicClock.coarseNow
+            // The coarse clock (4 ms a tick) moved since the last item
+            // began, so that one may have been slow: what it and the items
+            // before it produced goes out now, not only when the input runs
+            // dry. Behind a burst of slow requests a worker's answers would
+            // otherwise all wait for the last one, and miss their deadlines.
+            // A stream of quick items pays one flush a tick.
+            if now != previousStart { BatchingThread.flushDeferred() }
+            previousStart = now
             // Never 0, which means idle; never with the waiting bit.
-            clock.stamp = (MonotonicClock.coarseNow | 1) & ~StallClock.waitingBit
+            clock.stamp = (now | 1) & ~StallClock.waitingBit
             busySince.store(clock.stamp, ordering: .releasing)
             process(item)
             let stillOwner = busySince.compareExchange(expected: clock.stamp, desired: 0,
