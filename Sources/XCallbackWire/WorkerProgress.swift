@@ -73,6 +73,11 @@ public final class WorkerProgress: @unchecked Sendable {
     /// The worker is about to hand request `id` to the plug-in.
     public func begin(_ id: UInt64) { xcallback_store_release_u64(lastBegunWord, id) }
 
+    /// The last request the worker says it began, read while it runs: its
+    /// word, which it may write anything to. The host uses it only to tell
+    /// a worker that is behind from one stuck in a handler.
+    public var lastBegunClaim: UInt64 { xcallback_load_acquire_u64(lastBegunWord) }
+
     // MARK: the sandbox's report
 
     /// Where the worker's sandbox handler writes.

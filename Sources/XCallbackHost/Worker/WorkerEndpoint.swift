@@ -216,7 +216,11 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
     private func watch(_ worker: WorkerProcess) {
         worker.whenWriterResumes { [self] in sendWaiting(to: worker) }
         worker.startReading(
-            onHung: { [self] hung in replaceHung(hung) },
+            onHung: { [self] worker, id in
+                spawner.schedule(after: WorkerProcess.hungAfter) { [self] in
+                    if worker.isStuck(in: id) { replaceHung(worker) }
+                }
+            },
             onDenied: { [self] denied in logDenied(denied) },
             onExit: { [self] worker, death, begun, unstarted in workerExited(worker, death, begun, unstarted) })
     }
@@ -300,8 +304,9 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
         return tenths == 0 ? "\(seconds) s" : "\(seconds).\(tenths) s"
     }
 
-    /// A handler never returned by its deadline: start a fresh worker for
-    /// new requests; the stuck one stops once its other requests are done.
+    /// A handler had not returned a second after its deadline: start a
+    /// fresh worker for new requests; the stuck one stops once its other
+    /// requests are done.
     private func replaceHung(_ worker: WorkerProcess) {
         // Stopping, a handler cut off by the grace period did not hang, and
         // no new request will need a worker: the host shuts this one down

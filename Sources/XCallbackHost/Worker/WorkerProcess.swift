@@ -61,8 +61,17 @@ final class WorkerProcess: Sendable {
         var exited = false
         /// No new requests; stop once the in-flight ones are answered.
         var retiring = false
-        var onHung: (@Sendable (WorkerProcess) -> Void)?
+        var onHung: (@Sendable (WorkerProcess, _ id: UInt64) -> Void)?
+        /// Requests answered `Timeout` whose handler had begun and not
+        /// returned: one still there `hungAfter` later has hung (`abandon`).
+        var unreturned: Set<UInt64> = []
     }
+
+    /// How long a handler may go on past its request's `Timeout` before its
+    /// worker is taken for stuck in it. Not at once: a worker that is
+    /// behind begins a request just before its deadline, and returns a
+    /// moment after it.
+    static let hungAfter: Duration = .seconds(1)
 
 
     /// A worker whose handshake `WorkerLauncher` has seen through.
@@ -103,7 +112,7 @@ final class WorkerProcess: Sendable {
     /// `PluginCrashed`), and those it never began, for the next worker.
     /// `onDenied` hears of each kind of call the sandbox turned away, the
     /// first time this worker tries it.
-    func startReading(onHung: @escaping @Sendable (WorkerProcess) -> Void,
+    func startReading(onHung: @escaping @Sendable (WorkerProcess, _ id: UInt64) -> Void,
                       onDenied: @escaping @Sendable (DeniedCalls) -> Void,
                       onExit: @escaping @Sendable (WorkerProcess, WorkerDeath, _ begun: [HandlerCall], _ unstarted: [WorkerRequest]) -> Void) {
         state.withLock { $0.onHung = onHung }
@@ -179,13 +188,20 @@ final class WorkerProcess: Sendable {
         case .result(let id, let result):
             noteAnswered(id)
             answered.store(true, ordering: .relaxed)
-            let call = adoptOne(id)?.call ?? state.withLock { $0.calls.removeValue(forKey: id)?.call }
+            // A late answer (after `Timeout`) says its handler got on.
+            let call = adoptOne(id)?.call ?? state.withLock { state in
+                state.unreturned.remove(id)
+                return state.calls.removeValue(forKey: id)?.call
+            }
             call?.deliver(result)
             retireIfDrained()
         case .returned(let id):
             noteAnswered(id)
             if lane.load()?.markReturned(id) == true { return }
-            state.withLock { $0.calls[id]?.returned = true }
+            state.withLock { state in
+                state.calls[id]?.returned = true
+                state.unreturned.remove(id)
+            }
         default:
             break
         }
@@ -234,15 +250,28 @@ final class WorkerProcess: Sendable {
         return sent
     }
 
-    /// The host answered `Timeout` for `id`. If its handler never returned,
-    /// the worker is stuck in it: report it hung so it can be replaced.
+    /// The host answered `Timeout` for `id`. If its handler began and has
+    /// not returned, `onHung` hears of it, to ask `isStuck(in:)` a while
+    /// later (`hungAfter`).
     private func abandon(_ id: UInt64) {
-        let onHung = state.withLock { state -> (@Sendable (WorkerProcess) -> Void)? in
-            guard let entry = state.calls.removeValue(forKey: id), !entry.returned else { return nil }
+        let onHung = state.withLock { state -> (@Sendable (WorkerProcess, UInt64) -> Void)? in
+            guard let entry = state.calls.removeValue(forKey: id), !entry.returned, !state.exited else { return nil }
+            // A request the worker has not begun hung nothing: the worker
+            // is behind, not stuck. The page is the worker's word; one that
+            // lies only keeps itself from being replaced, as it could by
+            // saying that every handler returned.
+            if let progress, progress.lastBegunClaim < id { return nil }
+            state.unreturned.insert(id)
             return state.onHung
         }
-        onHung?(self)
+        onHung?(self, id)
         retireIfDrained()
+    }
+
+    /// Whether the handler of request `id`, answered `Timeout` while it
+    /// ran, still has not returned. Asked once: the answer is forgotten.
+    func isStuck(in id: UInt64) -> Bool {
+        state.withLock { state in state.unreturned.remove(id) != nil && !state.exited }
     }
 
     /// Whether a write to the worker is under way on its flusher.

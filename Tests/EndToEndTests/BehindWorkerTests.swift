@@ -1,0 +1,53 @@
+import Foundation
+import Testing
+
+/// A worker that is behind is not a worker that hangs. Given a burst of
+/// requests its handlers cannot finish before `--timeout`, the host
+/// answers the late ones `Timeout` and keeps the worker: those it never
+/// began hung nothing, and one begun just before its deadline returns a
+/// moment after. Before, each such Timeout called the worker stuck and
+/// replaced it, which under overload restarts (and can quarantine) a
+/// plug-in that works. And the worker sends the answers it has before it
+/// runs the next request once the clock has moved, not when the burst is
+/// done: before, it held every answer until it had run the last request,
+/// so all of them timed out.
+@Suite("A worker that is behind", .ownThreads)
+struct BehindWorkerTests {
+    static let source = """
+        #include "xcallback.h"
+        #include <unistd.h>
+        XCALLBACK_PLUGIN("slow", "1.0.0", "takes 20 ms a request")
+        static const xcallback_host_api *host;
+        static void work(const xcallback_request *request, xcallback_reply reply, void *unused) {
+            (void)request; (void)unused;
+            usleep(20000);
+            host->reply_success(reply, NULL, 0);
+        }
+        XCALLBACK_EXPORT int xcallback_plugin_register(const xcallback_host_api *api, xcallback_plugin *plugin) {
+            host = api;
+            return api->register_action(plugin, "slow", "work", work, NULL);
+        }
+        """
+
+    @Test("a burst past --timeout: Timeouts, every request one record, and the worker is never called hung",
+          arguments: ["url", "jsonl"])
+    func burstPastTimeout(output: String) throws {
+        let fixture = try HostFixture([], isolation: "process")
+        try TestPlugin.build("slow", source: Self.source, into: fixture.plugins)
+        let host = try fixture.start(["--timeout", "0.3", "--output", output])
+        // First a worker that runs: a request that waits for one to start
+        // never begins at all.
+        #expect(host.write("slow://x-callback-url/work?n=warm-up\n"))
+        try #require(host.waitForStdoutLines(1, timeout: TestTiming.scaled(20)), "\(host.stderr)")
+        let lines = (0..<60).map { "slow://x-callback-url/work?n=\($0)&x-success=ok:&x-error=err:" }
+        #expect(host.write(lines.map { $0 + "\n" }.joined()))
+        host.closeInput()
+        #expect(host.waitForExit(timeout: TestTiming.scaled(60)) == .exited(0), "\(host.stderr)")
+        let result = (lines: Array(host.stdoutLines.dropFirst()), stderr: host.stderr)
+        #expect(result.lines.count == lines.count, "\(host.stdout)")
+        let timeouts = result.lines.filter { $0.contains("Timeout") }.count
+        #expect(timeouts > 0 && timeouts < lines.count, "\(result.lines)")
+        #expect(!result.stderr.contains("hung past its deadline"), "\(result.stderr)")
+        #expect(!result.stderr.contains("restarted plug-in"), "\(result.stderr)")
+    }
+}
