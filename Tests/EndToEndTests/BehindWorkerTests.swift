@@ -15,6 +15,7 @@ import Testing
 struct BehindWorkerTests {
     static let source = """
         #include "xcallback.h"
+        #include <stdlib.h>
         #include <unistd.h>
         XCALLBACK_PLUGIN("slow", "1.0.0", "takes 20 ms a request")
         static const xcallback_host_api *host;
@@ -23,9 +24,17 @@ struct BehindWorkerTests {
             usleep(20000);
             host->reply_success(reply, NULL, 0);
         }
+        static void nap(const xcallback_request *request, xcallback_reply reply, void *unused) {
+            (void)unused;
+            size_t length = 0;
+            const char *ms = host->request_parameter(request, "ms", &length);
+            usleep(ms ? (useconds_t)atoi(ms) * 1000 : 0);
+            host->reply_success(reply, NULL, 0);
+        }
         XCALLBACK_EXPORT int xcallback_plugin_register(const xcallback_host_api *api, xcallback_plugin *plugin) {
             host = api;
-            return api->register_action(plugin, "slow", "work", work, NULL);
+            int rc = api->register_action(plugin, "slow", "work", work, NULL);
+            return rc ? rc : api->register_action(plugin, "slow", "nap", nap, NULL);
         }
         """
 
@@ -49,5 +58,28 @@ struct BehindWorkerTests {
         #expect(timeouts > 0 && timeouts < lines.count, "\(result.lines)")
         #expect(!result.stderr.contains("hung past its deadline"), "\(result.stderr)")
         #expect(!result.stderr.contains("restarted plug-in"), "\(result.stderr)")
+    }
+
+    @Test("an answer given just before a slow request is not held back until that one ends",
+          arguments: ["none", "process"])
+    func answerBeforeSlowRequest(isolation: String) throws {
+        let fixture = try HostFixture([], isolation: isolation)
+        try TestPlugin.build("slow", source: Self.source, into: fixture.plugins)
+        let host = try fixture.start(["--timeout", "2.5"])
+        #expect(host.write("slow://x-callback-url/nap?ms=0\n"))
+        try #require(host.waitForStdoutLines(1, timeout: TestTiming.scaled(20)), "\(host.stderr)")
+        // In one read, so one thread takes both in one batch: the first is
+        // answered at once, the second sleeps past its deadline. The
+        // first's record comes out while the second still sleeps (its
+        // thread stalls; the one the input goes to writes it), not when
+        // the second ends.
+        #expect(host.write("slow://x-callback-url/nap?ms=0&n=1\nslow://x-callback-url/nap?ms=4000&n=2\n"))
+        try #require(host.waitForStdoutLines(2, timeout: TestTiming.scaled(20)), "\(host.stdout)")
+        #expect(host.stdoutLines.count == 2, "written only when the slow request ended: \(host.stdout)")
+        host.closeInput()
+        #expect(host.waitForExit(timeout: TestTiming.scaled(30)) == .exited(0), "\(host.stderr)")
+        let records = Array(host.stdoutLines.dropFirst())
+        #expect(records.first == "success", "\(records)")
+        #expect(records.last?.hasPrefix("error?errorCode=Timeout") == true, "\(records)")
     }
 }

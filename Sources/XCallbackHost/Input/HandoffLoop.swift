@@ -27,12 +27,20 @@ final class HandoffLoop<Item>: StallWatchable, @unchecked Sendable {
     /// it first, so exactly one of them succeeds.
     private let busySince = Atomic<UInt64>(0)
 
+    /// Run by the thread the input is handed to, before it reads.
+    private let onHandOff: (() -> Void)?
+
     /// `read` returns nil at the end of input; it must flush deferred
-    /// writes (`BatchingThread.flushDeferred`) before it blocks.
-    init(read: @escaping () -> Item?, process: @escaping (Item) -> Void, watchdog: StallWatchdog?) {
+    /// writes (`BatchingThread.flushDeferred`) before it blocks. `onHandOff`
+    /// runs on each thread the input is handed to, first: a worker writes
+    /// there the answers the stalled thread still holds in its batch,
+    /// which would otherwise wait for the stalled item to end.
+    init(read: @escaping () -> Item?, process: @escaping (Item) -> Void, watchdog: StallWatchdog?,
+         onHandOff: (() -> Void)? = nil) {
         self.read = read
         self.process = process
         self.watchdog = watchdog
+        self.onHandOff = onHandOff
     }
 
     /// Starts reading on a new thread.
@@ -109,7 +117,10 @@ final class HandoffLoop<Item>: StallWatchable, @unchecked Sendable {
         guard since != 0, now > since, now - since > limit,
               busySince.compareExchange(expected: since, desired: 0, ordering: .acquiringAndReleasing).exchanged
         else { return false }
-        Threads.detach { [self] in run() }
+        Threads.detach { [self] in
+            onHandOff?()
+            run()
+        }
         return true
     }
 }

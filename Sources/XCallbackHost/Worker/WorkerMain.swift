@@ -188,7 +188,9 @@ public enum WorkerMain {
                     logger.error("worker: unexpected frame from the host; ignored")
                 }
             },
-            watchdog: watchdog)
+            watchdog: watchdog,
+            // What the stalled thread answered before its slow request.
+            onHandOff: { writer.flush() })
         loop.start()
         loop.waitUntilInputEnds()
         // The host went away (or closed the socket): nothing left to answer.
