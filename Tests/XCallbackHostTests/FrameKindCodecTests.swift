@@ -49,6 +49,62 @@ struct FrameKindCodecTests {
         }
     }
 
+    @Test("on 20,000 generated lines, a lane's frame is the general path's frame whenever the lane writes one")
+    func generatedLinesAgree() throws {
+        var random = SeededGenerator(seed: 0x5EED_F4A3)
+        let pieces = ["a", "Z", "0", "-", "%20", "%41", "%e6%97%A5", "%", "%4", "%zz", "%00", "%FF", "%C3%A9",
+                      "é", "日", "+", "=", "&", ";", "/", ":", "x-", "%2F", "%3D%26", ""]
+        let names = ["lhs", "rhs", "text", "x-source", "x-success", "x-error", "x-cancel", "X-Success", "n", "empty", ""]
+        var written = 0
+        for _ in 0..<20_000 {
+            func word(_ count: Int) -> String { (0..<count).map { _ in pieces.randomElement(using: &random)! }.joined() }
+            var line = ["calc", "CaLc", "x1+b.c", "calc"].randomElement(using: &random)! + "://"
+                + ["x-callback-url", "X-Callback-URL", ""].randomElement(using: &random)! + "/add"
+            let count = Int.random(in: 0...5, using: &random)
+            for index in 0..<count {
+                line += index == 0 ? "?" : "&"
+                line += names.randomElement(using: &random)!
+                if Bool.random(using: &random) { line += "=" + word(Int.random(in: 0...4, using: &random)) }
+            }
+            let bytes = Array(line.utf8)
+            var parsed = RequestLine()
+            var lane: [UInt8] = []
+            let laneWrote = bytes.withUnsafeBufferPointer { buffer in
+                parsed.parse(buffer)
+                    && RequestFrame.writeLine(id: 3, handler: 1, line: buffer, parsed: parsed, requestID: { 77 }, into: &lane)
+            }
+            guard laneWrote else {
+                #expect(lane.isEmpty, "\(line)")
+                continue
+            }
+            // The lane sends a line only once its callbacks decoded too
+            // (`FastLane.hasDeliverableCallbacks`); they are not in the frame.
+            var scratch = [UInt8](repeating: 0, count: bytes.count + 8)
+            let callbacksDecode = [parsed.success, parsed.error, parsed.cancel].allSatisfy { span in
+                guard let span else { return true }
+                return bytes.withUnsafeBufferPointer { buffer in
+                    scratch.withUnsafeMutableBufferPointer { RequestLine.decodeValue(span, in: buffer, into: $0.baseAddress!) != nil }
+                }
+            }
+            guard callbacksDecode else { continue }
+            written += 1
+            guard let url = try? RequestURL(parsing: line) else {
+                Issue.record("the lane wrote a frame for a line RequestURL refuses: \(line)")
+                continue
+            }
+            let fields = RequestFields(url: line, scheme: url.scheme, source: url.source, parameters: url.parameters.items,
+                                       arguments: [], id: 77, attempt: 1)
+            var general: [UInt8] = []
+            RequestFrame.write(id: 3, handler: 1, fields, into: &general)
+            #expect(lane == general, "\(line)")
+            var builder = RequestFieldsBuilder()
+            let read = Array(lane.dropFirst(WorkerFrame.headerSize)).withUnsafeBytes { RequestFrame.read($0, into: &builder) }
+            #expect(read?.id == 3 && builder.fields == fields, "\(line)")
+        }
+        // Enough of them are lines the lane takes for the check to mean something.
+        #expect(written > 2_000, "the lane wrote \(written) frames")
+    }
+
     @Test("a line whose value does not decode writes no frame and takes no request id")
     func undecodableLineWritesNothing() {
         let text = "calc://x-callback-url/add?lhs=%E6%97&rhs=1"
