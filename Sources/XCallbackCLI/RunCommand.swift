@@ -65,8 +65,10 @@ package struct RunCommand<Edition: CLIEdition>: ParsableCommand {
         Diagnostics.bootstrap(level: Logger.Level(rawValue: logLevel) ?? .warning, format: logFormat.value)
         let logger = Diagnostics.logger
         ProcessHardening.makeNondumpable()
-        // Signals are taken by one thread with sigwait; every other thread
-        // (created after this) inherits the mask and never sees them.
+        // Signals are taken by one thread from a signalfd; every other
+        // thread (created after this) inherits the mask and never sees them.
+        // `main` blocked them already (`blockEarly`); this keeps `run` right
+        // whoever calls it.
         let signals = SignalWaiter.blockHostSignals()
         signal(SIGPIPE, SIG_IGN)
         // A crash, from here on (in-process plug-ins included), is one line

@@ -19,8 +19,6 @@ import Glibc
 /// thread never stopped, so the handler tried again, 16 times 2 s apart. A
 /// crashed host printed its summary 16 times and lingered 32 s more.
 package struct SignalWaiter: Sendable {
-    private let signals: [Int32] = [SIGINT, SIGTERM, SIGHUP, SIGUSR1]
-
     /// Whether the first stop was SIGINT (Ctrl-C): `run` then exits 130,
     /// as an interrupted program does; after SIGTERM it exits 0.
     static var stoppedByInterrupt: Bool { interrupted.load(ordering: .acquiring) }
@@ -35,10 +33,18 @@ package struct SignalWaiter: Sendable {
         return waiter
     }
 
+    /// For `run`, the signals are blocked before anything else runs, by the
+    /// executable's .preinit_array (CHostSupport's early_signals.c says
+    /// why); this is the fallback, first thing in `main`, where that did not
+    /// run. Other commands keep the default actions.
+    package static func blockEarly(for arguments: [String]) {
+        guard xcallback_host_signals_blocked_early() == 0, arguments.first == "run" else { return }
+        _ = blockHostSignals()
+    }
+
     private var signalSet: sigset_t {
         var set = sigset_t()
-        sigemptyset(&set)
-        for signal in signals { sigaddset(&set, signal) }
+        xcallback_host_signal_set(&set)
         return set
     }
 

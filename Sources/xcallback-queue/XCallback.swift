@@ -13,8 +13,10 @@ struct XCallback: ParsableCommand {
     static let configuration = RootCommand.configuration(for: QueueEdition.self)
 
     static func main() {
-        Allocator.keepFreedMemory()
         let arguments = Array(CommandLine.arguments.dropFirst())
+        // `run` blocks its stop signals before main (early_signals.c); here where that did not run.
+        SignalWaiter.blockEarly(for: arguments)
+        Allocator.keepFreedMemory()
         // Read; now out of sight of `ps`.
         CommandLinePasswords.scrub()
         RootCommand.runInternalCommand(arguments)

@@ -11,8 +11,10 @@ struct XCallback: ParsableCommand {
     static let configuration = RootCommand.configuration(for: LeanEdition.self)
 
     static func main() {
-        Allocator.keepFreedMemory()
         let arguments = Array(CommandLine.arguments.dropFirst())
+        // `run` blocks its stop signals before main (early_signals.c); here where that did not run.
+        SignalWaiter.blockEarly(for: arguments)
+        Allocator.keepFreedMemory()
         RootCommand.runInternalCommand(arguments)
         if QueueHandover.isQueueCommand(arguments) { QueueHandover.execQueueBinary() }
         CommandRunner<Self>.run(arguments)

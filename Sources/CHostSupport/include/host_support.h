@@ -112,6 +112,14 @@ void xcallback_keep_freed_memory(void);
 
 #include <signal.h>
 
+/* The signals `run` takes from a signalfd (SignalWaiter.swift): SIGINT,
+ * SIGTERM, SIGHUP and SIGUSR1. */
+void xcallback_host_signal_set(sigset_t *set);
+
+/* Whether the executable's .preinit_array blocked them, before any library
+ * constructor ran, because the command is `run` (early_signals.c). */
+int xcallback_host_signals_blocked_early(void);
+
 /* A signalfd(2) for `signals` (close-on-exec), which must be blocked in
  * every thread. Returns the descriptor, or -1 with errno set. */
 int xcallback_signal_descriptor(const sigset_t *signals);
