@@ -141,6 +141,11 @@ private final class ChildState: @unchecked Sendable {
     var stdoutDone = false
     var stderrDone = false
     var status: ExitStatus?
+    /// For a stdout reader that leaves early (`closeAfterLines`): a copy
+    /// of the pipe's write end, which tells when no reader is left
+    /// (`waitForNoReader`). Taken by that reader when it leaves, or closed
+    /// once the child is reaped; -1 then, and for every other child.
+    var stdoutWatch: Int32 = -1
 
     /// Waits until `predicate` holds (called under the lock), or the deadline.
     func wait(timeout: Double, until predicate: () -> Bool) -> Bool {
@@ -339,7 +344,9 @@ final class ChildProcess: @unchecked Sendable {
         while read(execDone.read, &byte, 1) < 0 && errno == EINTR {}
         close(execDone.read)
         close(childStdin)
-        close(out.write)
+        // Kept for a reader that leaves early (`ChildState.stdoutWatch`).
+        let stdoutWatch = spawned == 0 && closeStdoutAfterLines != nil ? out.write : -1
+        if stdoutWatch < 0 { close(out.write) }
         close(err.write)
         Self.spawning.unlock()
         spawningHeld = false
@@ -351,6 +358,7 @@ final class ChildProcess: @unchecked Sendable {
         }
         pid = child
         let reaped = child
+        state.update { state.stdoutWatch = stdoutWatch }
         Self.startReader(out.read, state: state, isStdout: true, closeAfterLines: closeStdoutAfterLines)
         if stderrDescriptor == nil {
             Self.startReader(err.read, state: state, isStdout: false, closeAfterLines: nil)
@@ -361,7 +369,15 @@ final class ChildProcess: @unchecked Sendable {
         Thread.detachNewThread { [state] in
             var raw: Int32 = 0
             while waitpid(reaped, &raw, 0) < 0 && errno == EINTR {}
-            state.update { state.status = ExitStatus(waitStatus: raw) }
+            state.update {
+                state.status = ExitStatus(waitStatus: raw)
+                // The stdout reader has not left: it reads to EOF, which
+                // this copy would withhold.
+                if state.stdoutWatch >= 0 {
+                    close(state.stdoutWatch)
+                    state.stdoutWatch = -1
+                }
+            }
         }
         if let stdinBytes {
             // The writer thread owns this end and closes it.
@@ -415,11 +431,38 @@ final class ChildProcess: @unchecked Sendable {
                 spawning.lock()
                 close(descriptor)
                 spawning.unlock()
+                // A child spawned by another test module (Subprocess.run, a
+                // unit test's worker: all in this one process) takes no such
+                // lock: wait until its copy is gone too. Without this,
+                // `closedStdout` failed 7 times in 15 beside a thread
+                // spawning /bin/true in a loop.
+                let watch = state.locked { () -> Int32 in
+                    defer { state.stdoutWatch = -1 }
+                    return state.stdoutWatch
+                }
+                if watch >= 0 {
+                    waitForNoReader(watch, timeout: 10)
+                    close(watch)
+                }
                 state.update { state.stdoutDone = true }
                 return
             }
             close(descriptor)
             state.update { if isStdout { state.stdoutDone = true } else { state.stderrDone = true } }
+        }
+    }
+
+    /// Waits until no process holds a read end of the pipe whose write end
+    /// is `watch`: poll then reports POLLERR on it (asked for no event, it
+    /// wakes for nothing else). Bounded: past `timeout` the caller goes on.
+    private static func waitForNoReader(_ watch: Int32, timeout: Double) {
+        let deadline = Date(timeIntervalSinceNow: TestTiming.scaled(timeout))
+        var entry = pollfd(fd: watch, events: 0, revents: 0)
+        while true {
+            let remaining = Int32(max(0, deadline.timeIntervalSinceNow * 1000).rounded(.up))
+            let ready = poll(&entry, 1, remaining)
+            if ready < 0 && errno == EINTR { continue }
+            return
         }
     }
 
