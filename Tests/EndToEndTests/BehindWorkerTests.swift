@@ -31,9 +31,14 @@ struct BehindWorkerTests {
             usleep(ms ? (useconds_t)atoi(ms) * 1000 : 0);
             host->reply_success(reply, NULL, 0);
         }
+        static void hang(const xcallback_request *request, xcallback_reply reply, void *unused) {
+            (void)request; (void)reply; (void)unused;
+            for (;;) pause();
+        }
         XCALLBACK_EXPORT int xcallback_plugin_register(const xcallback_host_api *api, xcallback_plugin *plugin) {
             host = api;
             int rc = api->register_action(plugin, "slow", "work", work, NULL);
+            rc = rc ? rc : api->register_action(plugin, "slow", "hang", hang, NULL);
             return rc ? rc : api->register_action(plugin, "slow", "nap", nap, NULL);
         }
         """
@@ -81,5 +86,25 @@ struct BehindWorkerTests {
         let records = Array(host.stdoutLines.dropFirst())
         #expect(records.first == "success", "\(records)")
         #expect(records.last?.hasPrefix("error?errorCode=Timeout") == true, "\(records)")
+    }
+
+    @Test("a handler the worker begins only after its request's Timeout, and that never returns, still gets the worker replaced")
+    func hangBegunAfterTimeout() throws {
+        let fixture = try HostFixture([], isolation: "process")
+        try TestPlugin.build("slow", source: Self.source, into: fixture.plugins)
+        let host = try fixture.start(["--timeout", "0.02"])
+        #expect(host.write("slow://x-callback-url/nap?ms=0\n"))
+        try #require(host.waitForStdoutLines(1, timeout: TestTiming.scaled(20)), "\(host.stderr)")
+        // The worker is in the nap when the hang's 20 ms run out, and
+        // begins the hang only after (its stall watchdog hands the input
+        // on after 50 ms at the soonest): the Timeout finds it not begun.
+        // Before, that hang was never looked at again, and the worker kept
+        // a thread stuck in it for good (65 of them stopped it altogether).
+        #expect(host.write("slow://x-callback-url/nap?ms=200\nslow://x-callback-url/hang\n"))
+        #expect(host.waitForStderr(containing: "hung past its deadline", timeout: TestTiming.scaled(20)),
+                "\(host.stderr)")
+        host.closeInput()
+        #expect(host.waitForExit(timeout: TestTiming.scaled(30)) == .exited(0), "\(host.stderr)")
+        #expect(host.stdoutLines.count == 3, "\(host.stdout)")
     }
 }

@@ -216,13 +216,22 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
     private func watch(_ worker: WorkerProcess) {
         worker.whenWriterResumes { [self] in sendWaiting(to: worker) }
         worker.startReading(
-            onHung: { [self] worker, id in
-                spawner.schedule(after: WorkerProcess.hungAfter) { [self] in
-                    if worker.isStuck(in: id) { replaceHung(worker) }
-                }
-            },
+            onHung: { [self] worker, id in checkHung(worker, id) },
             onDenied: { [self] denied in logDenied(denied) },
             onExit: { [self] worker, death, begun, unstarted in workerExited(worker, death, begun, unstarted) })
+    }
+
+    /// Replaces `worker` if the handler of request `id`, answered
+    /// `Timeout`, is still running `hungAfter` from now; asks again later
+    /// while the worker has not begun it (it may hang there once it does).
+    private func checkHung(_ worker: WorkerProcess, _ id: UInt64) {
+        spawner.schedule(after: WorkerProcess.hungAfter) { [self] in
+            switch worker.isStuck(in: id) {
+            case true?: replaceHung(worker)
+            case false?: break
+            case nil: checkHung(worker, id)
+            }
+        }
     }
 
     /// Logs each kind of call the sandbox turned away once per plug-in,

@@ -62,9 +62,10 @@ final class WorkerProcess: Sendable {
         /// No new requests; stop once the in-flight ones are answered.
         var retiring = false
         var onHung: (@Sendable (WorkerProcess, _ id: UInt64) -> Void)?
-        /// Requests answered `Timeout` whose handler had begun and not
-        /// returned: one still there `hungAfter` later has hung (`abandon`).
-        var unreturned: Set<UInt64> = []
+        /// Requests answered `Timeout` whose handler has not returned, each
+        /// with whether the worker had begun it when last looked at: one
+        /// begun then and still there `hungAfter` later has hung (`abandon`).
+        var unreturned: [UInt64: Bool] = [:]
     }
 
     /// How long a handler may go on past its request's `Timeout` before its
@@ -190,7 +191,7 @@ final class WorkerProcess: Sendable {
             answered.store(true, ordering: .relaxed)
             // A late answer (after `Timeout`) says its handler got on.
             let call = adoptOne(id)?.call ?? state.withLock { state in
-                state.unreturned.remove(id)
+                state.unreturned.removeValue(forKey: id)
                 return state.calls.removeValue(forKey: id)?.call
             }
             call?.deliver(result)
@@ -200,7 +201,7 @@ final class WorkerProcess: Sendable {
             if lane.load()?.markReturned(id) == true { return }
             state.withLock { state in
                 state.calls[id]?.returned = true
-                state.unreturned.remove(id)
+                state.unreturned.removeValue(forKey: id)
             }
         default:
             break
@@ -250,28 +251,47 @@ final class WorkerProcess: Sendable {
         return sent
     }
 
-    /// The host answered `Timeout` for `id`. If its handler began and has
-    /// not returned, `onHung` hears of it, to ask `isStuck(in:)` a while
-    /// later (`hungAfter`).
+    /// The host answered `Timeout` for `id`. If its handler has not
+    /// returned, `onHung` hears of it, to ask `isStuck(in:)` a while later
+    /// (`hungAfter`).
     private func abandon(_ id: UInt64) {
         let onHung = state.withLock { state -> (@Sendable (WorkerProcess, UInt64) -> Void)? in
             guard let entry = state.calls.removeValue(forKey: id), !entry.returned, !state.exited else { return nil }
-            // A request the worker has not begun hung nothing: the worker
-            // is behind, not stuck. The page is the worker's word; one that
-            // lies only keeps itself from being replaced, as it could by
-            // saying that every handler returned.
-            if let progress, progress.lastBegunClaim < id { return nil }
-            state.unreturned.insert(id)
+            // A request the worker has not begun hung nothing yet: the
+            // worker is behind, not stuck. But it may begin it later and
+            // hang there, so it is looked at again until it is begun.
+            state.unreturned[id] = hasBegun(id)
             return state.onHung
         }
         onHung?(self, id)
         retireIfDrained()
     }
 
-    /// Whether the handler of request `id`, answered `Timeout` while it
-    /// ran, still has not returned. Asked once: the answer is forgotten.
-    func isStuck(in id: UInt64) -> Bool {
-        state.withLock { state in state.unreturned.remove(id) != nil && !state.exited }
+    /// Whether the worker says it began request `id`. The page is its
+    /// word; one that lies only keeps itself from being replaced, as it
+    /// could by saying that every handler returned.
+    private func hasBegun(_ id: UInt64) -> Bool {
+        guard let progress else { return true }
+        return progress.lastBegunClaim >= id
+    }
+
+    /// Whether the handler of request `id`, answered `Timeout`, has been
+    /// stuck in it since it was last asked (or since `abandon`): true once
+    /// the answer is known and forgotten, false likewise, nil when the
+    /// worker had not begun it then (ask again `hungAfter` later).
+    func isStuck(in id: UInt64) -> Bool? {
+        state.withLock { state -> Bool? in
+            guard let begun = state.unreturned[id], !state.exited else {
+                state.unreturned.removeValue(forKey: id)
+                return false
+            }
+            if begun {
+                state.unreturned.removeValue(forKey: id)
+                return true
+            }
+            state.unreturned[id] = hasBegun(id)
+            return nil
+        }
     }
 
     /// Whether a write to the worker is under way on its flusher.
