@@ -66,7 +66,11 @@ final class InputLoop: Sendable {
                     dispatcher.rejectOverlong(byteCount: byteCount, prefix: prefix, sequence: sequence, sink: sink)
                 }
             },
-            watchdog: watchdog)
+            watchdog: watchdog,
+            // The records the stalled thread batched before the item it is
+            // stuck in (an in-process handler): they would otherwise wait
+            // for that handler to end, or for its Timeout.
+            onHandOff: { [sink] in sink.writeBatched() })
     }
 
     private let reader: UncheckedReader

@@ -123,6 +123,10 @@ final class OutputSink: Sendable {
     /// Writes whatever is buffered, and returns once it is written.
     func flush() { writer.finish() }
 
+    /// Writes what a batching thread left buffered, as that thread would
+    /// before it blocks (a socket's writer sends what the socket takes).
+    func writeBatched() { writer.flush() }
+
     /// Waits while too many records wait for a reader (back-pressure).
     func waitForRoom() { writer.waitForRoom() }
 
