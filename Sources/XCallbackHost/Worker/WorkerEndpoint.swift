@@ -216,20 +216,20 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
     private func watch(_ worker: WorkerProcess) {
         worker.whenWriterResumes { [self] in sendWaiting(to: worker) }
         worker.startReading(
-            onHung: { [self] worker, id in checkHung(worker, id) },
+            onHung: { [self] worker in checkHung(worker) },
             onDenied: { [self] denied in logDenied(denied) },
             onExit: { [self] worker, death, begun, unstarted in workerExited(worker, death, begun, unstarted) })
     }
 
-    /// Replaces `worker` if the handler of request `id`, answered
-    /// `Timeout`, is still running `hungAfter` from now; asks again later
-    /// while the worker has not begun it (it may hang there once it does).
-    private func checkHung(_ worker: WorkerProcess, _ id: UInt64) {
-        spawner.schedule(after: WorkerProcess.hungAfter) { [self] in
-            switch worker.isStuck(in: id) {
-            case true?: replaceHung(worker)
-            case false?: break
-            case nil: checkHung(worker, id)
+    /// Replaces `worker` once a handler it began has gone on `hungAfter`
+    /// past its request's `Timeout`; looks while some have not returned.
+    private func checkHung(_ worker: WorkerProcess) {
+        spawner.schedule(after: WorkerProcess.hungCheckInterval) { [self] in
+            let (stuck, again) = worker.checkHung()
+            if stuck {
+                replaceHung(worker)
+            } else if again {
+                checkHung(worker)
             }
         }
     }

@@ -61,19 +61,25 @@ final class WorkerProcess: Sendable {
         var exited = false
         /// No new requests; stop once the in-flight ones are answered.
         var retiring = false
-        var onHung: (@Sendable (WorkerProcess, _ id: UInt64) -> Void)?
+        var onHung: (@Sendable (WorkerProcess) -> Void)?
         /// Requests answered `Timeout` whose handler has not returned, each
-        /// with whether the worker had begun it when last looked at: one
-        /// begun then and still there `hungAfter` later has hung (`abandon`).
-        var unreturned: [UInt64: Bool] = [:]
+        /// with when the host first saw the worker had begun it (0: not
+        /// yet): one begun `hungAfter` ago and still there has hung.
+        var unreturned: [UInt64: UInt64] = [:]
+        /// `onHung` was told, and `checkHung` not yet found nothing left.
+        var hungCheckDue = false
     }
 
     /// How long a handler may go on past its request's `Timeout` before its
     /// worker is taken for stuck in it. Not at once: a worker that is
     /// behind begins a request just before its deadline, and returns a
-    /// moment after it.
+    /// moment after.
     static let hungAfter: Duration = .seconds(1)
-
+    /// How often `checkHung` looks, while there is something to look at.
+    static let hungCheckInterval: Duration = .milliseconds(250)
+    /// At most this many requests not yet begun are watched: a worker that
+    /// says it begins nothing cannot make the list grow without end.
+    static let maxUnbegunWatched = Int(InputLoop.maxInFlight)
 
     /// A worker whose handshake `WorkerLauncher` has seen through.
     init(pid: pid_t, socket: Int32, progress: WorkerProgress?, sandbox: SandboxPlan?,
@@ -113,7 +119,7 @@ final class WorkerProcess: Sendable {
     /// `PluginCrashed`), and those it never began, for the next worker.
     /// `onDenied` hears of each kind of call the sandbox turned away, the
     /// first time this worker tries it.
-    func startReading(onHung: @escaping @Sendable (WorkerProcess, _ id: UInt64) -> Void,
+    func startReading(onHung: @escaping @Sendable (WorkerProcess) -> Void,
                       onDenied: @escaping @Sendable (DeniedCalls) -> Void,
                       onExit: @escaping @Sendable (WorkerProcess, WorkerDeath, _ begun: [HandlerCall], _ unstarted: [WorkerRequest]) -> Void) {
         state.withLock { $0.onHung = onHung }
@@ -252,18 +258,22 @@ final class WorkerProcess: Sendable {
     }
 
     /// The host answered `Timeout` for `id`. If its handler has not
-    /// returned, `onHung` hears of it, to ask `isStuck(in:)` a while later
-    /// (`hungAfter`).
+    /// returned, it is watched: `onHung` hears of it (once until
+    /// `checkHung` finds nothing left), to call `checkHung` a while later.
     private func abandon(_ id: UInt64) {
-        let onHung = state.withLock { state -> (@Sendable (WorkerProcess, UInt64) -> Void)? in
+        let onHung = state.withLock { state -> (@Sendable (WorkerProcess) -> Void)? in
             guard let entry = state.calls.removeValue(forKey: id), !entry.returned, !state.exited else { return nil }
             // A request the worker has not begun hung nothing yet: the
             // worker is behind, not stuck. But it may begin it later and
-            // hang there, so it is looked at again until it is begun.
-            state.unreturned[id] = hasBegun(id)
-            return state.onHung
+            // hang there, so it is watched until it is begun and returns.
+            let begun = hasBegun(id)
+            guard begun || state.unreturned.count < Self.maxUnbegunWatched else { return nil }
+            state.unreturned[id] = begun ? MonotonicClock.now : 0
+            guard !state.hungCheckDue, let onHung = state.onHung else { return nil }
+            state.hungCheckDue = true
+            return onHung
         }
-        onHung?(self, id)
+        onHung?(self)
         retireIfDrained()
     }
 
@@ -275,22 +285,27 @@ final class WorkerProcess: Sendable {
         return progress.lastBegunClaim >= id
     }
 
-    /// Whether the handler of request `id`, answered `Timeout`, has been
-    /// stuck in it since it was last asked (or since `abandon`): true once
-    /// the answer is known and forgotten, false likewise, nil when the
-    /// worker had not begun it then (ask again `hungAfter` later).
-    func isStuck(in id: UInt64) -> Bool? {
-        state.withLock { state -> Bool? in
-            guard let begun = state.unreturned[id], !state.exited else {
-                state.unreturned.removeValue(forKey: id)
-                return false
+    /// Looks at the requests answered `Timeout` whose handler has not
+    /// returned: `stuck` when one has run for `hungAfter` since the host
+    /// first saw it begun; `again` when some are left to look at
+    /// (`hungCheckInterval` later).
+    func checkHung() -> (stuck: Bool, again: Bool) {
+        state.withLock { state -> (stuck: Bool, again: Bool) in
+            let now = MonotonicClock.now
+            var stuck = false
+            if !state.exited {
+                for (id, begunAt) in state.unreturned {
+                    if begunAt == 0 {
+                        if hasBegun(id) { state.unreturned[id] = now }
+                    } else if now &- begunAt >= Self.hungAfter.nanoseconds {
+                        stuck = true
+                    }
+                }
             }
-            if begun {
-                state.unreturned.removeValue(forKey: id)
-                return true
-            }
-            state.unreturned[id] = hasBegun(id)
-            return nil
+            // A stuck worker is replaced: nothing more to learn from it.
+            if stuck || state.exited { state.unreturned = [:] }
+            state.hungCheckDue = !state.unreturned.isEmpty
+            return (stuck, state.hungCheckDue)
         }
     }
 
