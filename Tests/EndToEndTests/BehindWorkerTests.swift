@@ -31,6 +31,15 @@ struct BehindWorkerTests {
             usleep(ms ? (useconds_t)atoi(ms) * 1000 : 0);
             host->reply_success(reply, NULL, 0);
         }
+        static void answer_first(const xcallback_request *request, xcallback_reply reply, void *unused) {
+            (void)unused;
+            size_t length = 0;
+            const char *before = host->request_parameter(request, "before", &length);
+            usleep(before ? (useconds_t)atoi(before) * 1000 : 0);
+            const char *ms = host->request_parameter(request, "ms", &length);
+            host->reply_success(reply, NULL, 0);
+            usleep(ms ? (useconds_t)atoi(ms) * 1000 : 0);
+        }
         static void hang(const xcallback_request *request, xcallback_reply reply, void *unused) {
             (void)request; (void)reply; (void)unused;
             for (;;) pause();
@@ -39,6 +48,7 @@ struct BehindWorkerTests {
             host = api;
             int rc = api->register_action(plugin, "slow", "work", work, NULL);
             rc = rc ? rc : api->register_action(plugin, "slow", "hang", hang, NULL);
+            rc = rc ? rc : api->register_action(plugin, "slow", "answer-first", answer_first, NULL);
             return rc ? rc : api->register_action(plugin, "slow", "nap", nap, NULL);
         }
         """
@@ -106,5 +116,22 @@ struct BehindWorkerTests {
         host.closeInput()
         #expect(host.waitForExit(timeout: TestTiming.scaled(30)) == .exited(0), "\(host.stderr)")
         #expect(host.stdoutLines.count == 3, "\(host.stdout)")
+    }
+
+    @Test("a handler that answers, then works on past the deadline: its answer, in either isolation",
+          arguments: ["none", "process"], ["", "before=300&"])
+    func answerThenSlow(isolation: String, before: String) throws {
+        let fixture = try HostFixture([], isolation: isolation)
+        try TestPlugin.build("slow", source: Self.source, into: fixture.plugins)
+        let host = try fixture.start(["--timeout", "1.5"])
+        // The answer is given at once; the handler returns 3 s later. A
+        // worker's lane held the answer until the handler returned, so the
+        // host answered Timeout, where in process the answer was success.
+        // With `before`, the answer comes after the call stalled (50 ms).
+        #expect(host.write("slow://x-callback-url/answer-first?\(before)ms=3000\n"))
+        try #require(host.waitForStdoutLines(1, timeout: TestTiming.scaled(20)), "\(host.stderr)")
+        host.closeInput()
+        #expect(host.waitForExit(timeout: TestTiming.scaled(30)) == .exited(0), "\(host.stderr)")
+        #expect(host.stdoutLines == ["success"], "\(host.stdout)")
     }
 }

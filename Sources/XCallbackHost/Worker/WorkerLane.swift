@@ -1,3 +1,4 @@
+import CXCallback
 import Synchronization
 import XCallbackBridge
 import XCallbackURL
@@ -19,6 +20,8 @@ final class WorkerLane: @unchecked Sendable {
     @exclusivity(unchecked) private var claimed: (id: UInt64, handler: Int) = (0, 0)
     private let capture = ReplyCapture()
     private let busy = Atomic<Bool>(false)
+    /// The reply of the call running now, its token + 1 (0: none).
+    private let running = Atomic<UInt64>(0)
 
     init(endpoint: InProcessEndpoint) {
         self.endpoint = endpoint
@@ -69,13 +72,34 @@ final class WorkerLane: @unchecked Sendable {
         return true
     }
 
+    /// The call running now has stalled (the input went to another
+    /// thread): an answer it gave in place goes out now, not when its
+    /// handler returns, which may be after the host's deadline; one it
+    /// gives later goes out when given (its thread, which batches, would
+    /// otherwise hold it until the handler returns).
+    func promoteRunning(send: @escaping @Sendable (WorkerFrame) -> Void, output: any FrameOutput & Sendable) {
+        let marker = running.load(ordering: .acquiring)
+        guard marker != 0 else { return }
+        var id: UInt64 = 0
+        let answer = HostAPI.replies.promoteSynchronous(xcallback_reply(token: marker - 1), startedBefore: .max) { call in
+            id = call.id
+            return { [id] result in
+                send(.result(id: id, result: result))
+                output.flush()
+            }
+        }
+        if case .some(.some(let result)) = answer { send(.result(id: id, result: result)) }
+    }
+
     private func call(_ handler: NativeHandler, id: UInt64, send: @escaping @Sendable (WorkerFrame) -> Void,
                       output: any FrameOutput) {
         let native = self.native
         let call = SynchronousCall(line: UnsafeBufferPointer(start: nil, count: 0), id: id, sequence: 0, sink: nil,
                                    started: 0, plugin: endpoint.pluginName, capture: capture, owner: nil)
         let reply = HostAPI.replies.openSynchronous(request: native, plugin: endpoint.pluginName, call: call)
+        running.store(reply.token &+ 1, ordering: .releasing)
         handler.function(native.opaque, reply, handler.userData)
+        running.store(0, ordering: .releasing)
         let end = HostAPI.replies.endSynchronous(reply) { _ in
             { result in send(.result(id: id, result: result)) }
         }

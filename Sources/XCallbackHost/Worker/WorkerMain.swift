@@ -189,8 +189,12 @@ public enum WorkerMain {
                 }
             },
             watchdog: watchdog,
-            // What the stalled thread answered before its slow request.
-            onHandOff: { writer.flush() })
+            // What the stalled thread answered before its slow request,
+            // and what the slow request answered before it stalled.
+            onHandOff: {
+                lane.promoteRunning(send: send, output: writer)
+                writer.flush()
+            })
         loop.start()
         loop.waitUntilInputEnds()
         // The host went away (or closed the socket): nothing left to answer.
