@@ -82,6 +82,8 @@ public final class ReplyTable: Sendable {
         /// Requests answered `Timeout` whose handler may still be reading
         /// them: kept alive until the plug-in completes them, however late.
         var expired: [UInt64: (request: NativeRequest, plugin: String)] = [:]
+        /// How many of `expired` each plug-in holds.
+        var expiredByPlugin: [String: Int] = [:]
         /// The last completions (values only, no request kept alive), so a
         /// second completion can be logged with the plug-in, the route and
         /// the request it was for.
@@ -134,6 +136,7 @@ public final class ReplyTable: Sendable {
     public func complete(_ reply: xcallback_reply, with result: (_ plugin: String, _ request: NativeRequest) -> HandlerResult) -> Refusal? {
         let taken = storage.withLock { storage -> Result<(Delivery, Entry)?, Refusal> in
             if let expired = storage.expired.removeValue(forKey: reply.token) {
+                storage.expiredByPlugin[expired.plugin, default: 1] -= 1
                 Self.remember(Completion(token: reply.token, requestID: expired.request.id,
                                          plugin: expired.plugin, route: expired.request.routeText), in: &storage)
                 return .failure(.afterTimeout(plugin: expired.plugin))
@@ -260,18 +263,35 @@ public final class ReplyTable: Sendable {
     /// may still be reading it. Returns false when it had completed.
     @discardableResult
     public func expire(_ reply: xcallback_reply) -> Bool {
-        storage.withLock { storage in
-            guard let index = Self.liveIndex(reply.token, in: storage) else { return false }
+        let held = storage.withLock { storage -> (plugin: String, count: Int)? in
+            guard let index = Self.liveIndex(reply.token, in: storage) else { return nil }
             let entry = storage.slots[index].entry!
             switch entry.mode {
-            case .completed, .completedInPlace: return false
+            case .completed, .completedInPlace: return nil
             case .deliver, .synchronous: break
             }
             storage.expired[reply.token] = (entry.request, entry.plugin)
+            storage.expiredByPlugin[entry.plugin, default: 0] += 1
             Self.release(index, in: &storage)
-            return true
+            return (entry.plugin, storage.expiredByPlugin[entry.plugin]!)
         }
+        guard let held else { return false }
+        // The header promises a request stays valid until its plug-in
+        // completes it, so the host may not free one a plug-in never
+        // completes; it says so instead, at 1,024 such requests and at
+        // every doubling after.
+        if held.count >= Self.heldWarningStart, held.count & (held.count - 1) == 0 {
+            HostAPI.logger.warning("""
+                plug-in '\(PrintableText.escaping(held.plugin))' holds \(held.count) requests past their Timeout \
+                that it has not completed; the host keeps each (a few KB) until it is completed
+                """)
+        }
+        return true
     }
+
+    /// How many requests a plug-in holds past their Timeout before the
+    /// host warns of it.
+    static let heldWarningStart = 1024
 
     /// The plug-in that owns a pending token, for log lines.
     public func plugin(of reply: xcallback_reply) -> String? {

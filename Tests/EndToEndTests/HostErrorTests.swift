@@ -172,6 +172,21 @@ struct HostErrorTests {
         #expect(result.lines.allSatisfy { $0.hasPrefix("error?errorCode=Timeout&") }, "\(result.lines)")
     }
 
+    @Test("a plug-in that never completes what it keeps is named once it holds 1,024 requests past their Timeout")
+    func heldPastTimeoutIsNamed() throws {
+        let host = try HostFixture(["Faulty"])
+        // Kept, not freed: the header promises a request stays valid until
+        // its plug-in completes it. The host says so, once at 1,024.
+        let result = try host.run(["--timeout", "0.05"],
+                                  lines: Array(repeating: "faulty://x-callback-url/never", count: 1_100), timeout: 60)
+        #expect(result.status == .exited(0), "\(result.stderr.suffix(2_000))")
+        #expect(result.lines.count == 1_100)
+        #expect(result.lines.allSatisfy { $0.hasPrefix("error?errorCode=Timeout&") })
+        let warnings = result.stderr.split(separator: "\n").filter { $0.contains("requests past their Timeout") }
+        #expect(warnings.count == 1, "\(warnings)")
+        #expect(warnings.first?.contains("plug-in 'faulty' holds 1024 requests") == true, "\(warnings)")
+    }
+
     // MARK: LoopDetected
 
     /// A chain of `hops` calc requests, each the x-success of the one before
