@@ -197,8 +197,8 @@ let package = Package(
         .testTarget(
             name: "XCallbackHostTests",
             dependencies: [
-                "XCallbackHost", "XCallbackWire", "XCallbackBridge", "XCallbackSystem", "XCallbackURL", cxcallback,
-                pluginKit,
+                "XCallbackHost", "XCallbackWire", "XCallbackBridge", "XCallbackSystem", "XCallbackURL", "XCallbackMetrics",
+                cxcallback, pluginKit,
             ]
         ),
         .testTarget(name: "XCallbackSandboxTests", dependencies: ["XCallbackSandbox"]),

@@ -174,7 +174,8 @@ extension Host {
             }
             guard admit(plugin.info) else { return nil }
             logger.info("loaded plug-in '\(PrintableText.escaping(plugin.name))' \(PrintableText.escaping(plugin.info.version)) from \(PrintableText.escaping(path)) with \(plugin.routes.count) route(s)")
-            return Prepared(endpoint: InProcessEndpoint(plugin: plugin), info: plugin.info,
+            let endpoint = InProcessEndpoint(plugin: plugin, counts: metrics?.plugin(named: plugin.name))
+            return Prepared(endpoint: endpoint, info: plugin.info,
                             routes: plugin.routes.enumerated().map { ($1, $0) })
         } catch {
             logger.error("\(error.description)")

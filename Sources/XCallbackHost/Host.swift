@@ -64,7 +64,7 @@ public final class Host: Sendable {
         self.opener = configuration.openCommand.map {
             CallbackOpener(command: $0, schemes: configuration.openSchemes, logger: logger)
         }
-        self.responses = ResponseWaiters(logger: logger)
+        self.responses = ResponseWaiters(logger: logger, counts: metrics?.plugin(named: Correlation.scheme))
         self.discovery = PluginDiscovery(
             directories: configuration.pluginDirectories,
             security: FileSecurity(allowInsecure: configuration.allowInsecurePlugins))
@@ -74,7 +74,6 @@ public final class Host: Sendable {
         self.sandboxing = WorkerSandboxing(mode: configuration.sandbox, policy: configuration.sandboxPolicy,
                                            kernel: kernel)
         registry.addBuiltIn(responses, routes: ResponseWaiters.routes)
-        _ = metrics?.plugin(named: responses.pluginName)
         sampleWorkersForMetrics()
         countInFlightForMetrics()
     }

@@ -20,7 +20,8 @@ public struct BuildInfo: Sendable, Equatable {
 
 /// Every count a running host keeps for `run --metrics`: one instance per
 /// host, handed to what learns of each event. Counting is atomic adds on
-/// objects found without a lock; only registering a plug-in, a sandbox
+/// objects found once, when a plug-in is loaded (its endpoint and routes
+/// keep its `PluginMetrics`); only registering a plug-in, a sandbox
 /// violation and a scrape take a lock.
 public final class HostMetrics: Sendable {
     public let build: BuildInfo
@@ -101,7 +102,7 @@ public final class HostMetrics: Sendable {
     }
 
     /// The counts of a loaded plug-in, or `(other)`: a name that was never
-    /// registered gets no label of its own.
+    /// registered gets no label of its own (nil: the host's).
     public func counts(of plugin: String?) -> PluginMetrics {
         guard let plugin else { return host }
         return lookUp(plugin) ?? other
@@ -110,18 +111,6 @@ public final class HostMetrics: Sendable {
     func lookUp(_ name: String) -> PluginMetrics? {
         current.load(ordering: .acquiring)._withUnsafeGuaranteedRef { table in
             table.index(of: name).map { table.entries[$0] }
-        }
-    }
-
-    /// Counts one request of `plugin` (nil: the host answered it) that
-    /// ended in `outcome` after `nanoseconds`: the request path's one call.
-    /// The plug-in is found by name in the current table without a lock,
-    /// and counted without taking a reference to anything.
-    public func ended(plugin: String?, _ outcome: OutcomeClass, code: Int, nanoseconds: UInt64) {
-        guard let plugin else { return host.ended(outcome, code: code, nanoseconds: nanoseconds) }
-        current.load(ordering: .acquiring)._withUnsafeGuaranteedRef { table in
-            guard let index = table.index(of: plugin) else { return other.ended(outcome, code: code, nanoseconds: nanoseconds) }
-            table.unretained[index]._withUnsafeGuaranteedRef { $0.ended(outcome, code: code, nanoseconds: nanoseconds) }
         }
     }
 
@@ -142,17 +131,12 @@ public final class HostMetrics: Sendable {
 }
 
 /// The plug-ins known when it was made; never changed, replaced whole.
-final class PluginTable: @unchecked Sendable {
-    // @unchecked: `unretained` holds `entries`' objects, which this table
-    // keeps alive; all of it is immutable.
+final class PluginTable: Sendable {
     let entries: [PluginMetrics]
-    /// The same objects, counted without retaining them.
-    let unretained: [Unmanaged<PluginMetrics>]
     let names: [String]
 
     init(entries: [PluginMetrics]) {
         self.entries = entries
-        unretained = entries.map { Unmanaged.passUnretained($0) }
         names = entries.map(\.name)
     }
 

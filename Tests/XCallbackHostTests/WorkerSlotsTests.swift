@@ -1,6 +1,7 @@
 import Testing
 @testable import XCallbackBridge
 @testable import XCallbackHost
+import XCallbackMetrics
 @testable import XCallbackSystem
 import XCallbackURL
 import XCallbackWire
@@ -14,7 +15,8 @@ import XCallbackWire
 struct WorkerSlotsTests {
     /// The table calls its owner never; the lane's callers do.
     final class UnusedOwner: WorkerLaneOwner {
-        func adopt(_ request: inout WorkerSlots.Request, started: UInt64, plugin: String) -> AdoptedRequest {
+        func adopt(_ request: inout WorkerSlots.Request, started: UInt64, plugin: String,
+                   counts: PluginMetrics?) -> AdoptedRequest {
             Issue.record("WorkerSlots adopted a request by itself")
             return AdoptedRequest(call: HandlerCall { _ in },
                                   fields: RequestFields(url: "", scheme: "", source: nil, parameters: [], arguments: []),
@@ -28,7 +30,8 @@ struct WorkerSlotsTests {
             return 0
         }
 
-        func end(_ answer: Ending, ofSlot request: inout WorkerSlots.Request, plugin: String, started: UInt64) {
+        func end(_ answer: Ending, ofSlot request: inout WorkerSlots.Request, counts: Unmanaged<PluginMetrics>?,
+                 started: UInt64) {
             Issue.record("WorkerSlots ended a request by itself")
         }
     }

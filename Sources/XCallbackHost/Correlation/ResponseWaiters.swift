@@ -1,6 +1,7 @@
 import DequeModule
 import Logging
 import XCallbackBridge
+import XCallbackMetrics
 import XCallbackRouting
 import XCallbackSystem
 import XCallbackURL
@@ -34,6 +35,7 @@ final class ResponseWaiters: PluginEndpoint {
     static let rememberedIDs = 1024
 
     let pluginName = Correlation.scheme
+    let counts: PluginMetrics?
     var keepsOwnDeadlines: Bool { true }
     let logger: Logger
 
@@ -67,8 +69,9 @@ final class ResponseWaiters: PluginEndpoint {
 
     private let state = ConditionLock(State())
 
-    init(logger: Logger) {
+    init(logger: Logger, counts: PluginMetrics? = nil) {
         self.logger = logger
+        self.counts = counts
     }
 
     // MARK: handlers

@@ -1,5 +1,6 @@
 import CXCallback
 import XCallbackBridge
+import XCallbackMetrics
 import XCallbackSystem
 import XCallbackURL
 
@@ -63,10 +64,12 @@ extension Dispatcher {
             let capture = lane.capture
             capture.withParameters { parameters, base in
                 self.end(.bytes(capture.kind, parameters: parameters, in: base),
-                         of: LaneRequest(call: call, lane: lane, snapshot: snapshot, dispatcher: self))
+                         of: LaneRequest(call: call, lane: lane, snapshot: snapshot, dispatcher: self,
+                                         counts: route.unretainedCounts))
             }
         case .completed(.outcome(let outcome)):
-            self.end(.outcome(outcome), of: LaneRequest(call: call, lane: lane, snapshot: snapshot, dispatcher: self))
+            self.end(.outcome(outcome), of: LaneRequest(call: call, lane: lane, snapshot: snapshot,
+                                                        dispatcher: self, counts: route.unretainedCounts))
         case .completed(.declined):
             // The next candidate, on the general path; this attempt is over.
             let pending = generalRequest(for: call)
@@ -97,9 +100,12 @@ extension Dispatcher {
     }
 
     /// Promotion: the general path takes over a call still in its handler.
+    /// Its plug-in's counts are looked up by name here, once: the call
+    /// does not carry them (a larger `SynchronousCall` is copied with
+    /// `memcpy` wherever the reply table moves one).
     private func takeOver(_ call: SynchronousCall, reply: xcallback_reply) -> (PendingRequest, HandlerCall) {
         let pending = generalRequest(for: call)
-        let handlerCall = begin(pending, plugin: call.plugin)
+        let handlerCall = begin(pending, plugin: call.plugin, counts: metrics?.counts(of: call.plugin))
         handlerCall.whenAbandoned { HostAPI.replies.expire(reply) }
         return (pending, handlerCall)
     }

@@ -1,4 +1,5 @@
 import XCallbackBridge
+import XCallbackMetrics
 import XCallbackURL
 import XCallbackWire
 
@@ -23,28 +24,30 @@ extension Dispatcher: WorkerLaneOwner {
         guard !routed(callbacks.success), !routed(callbacks.error), !routed(callbacks.cancel) else { return false }
         guard let worker = target.endpoint.currentWorker else { return false }
         return worker.sendFast(handler: target.handler, line: line, parsed: lane.line, callbacks: callbacks,
-                               sequence: sequence, sink: sink, owner: self)
+                               sequence: sequence, sink: sink, owner: self, counts: target.endpoint.counts)
     }
 
     /// Takes a request over from a worker's slot: from here on it is a
     /// pending request like any other, whose first route was tried.
-    func adopt(_ request: inout WorkerSlots.Request, started: UInt64, plugin: String) -> AdoptedRequest {
+    func adopt(_ request: inout WorkerSlots.Request, started: UInt64, plugin: String,
+               counts: PluginMetrics?) -> AdoptedRequest {
         let pending = request.withLine { line in
             handOver(line: line, id: request.requestID, sequence: request.sequence, sink: request.sink!, started: started)
         }
-        let call = begin(pending, plugin: plugin)
+        let call = begin(pending, plugin: plugin, counts: counts)
         inFlight.add(pending)
         return AdoptedRequest(call: call, fields: pending.fields(arguments: []), expire: { [self] in expire(pending) })
     }
 
     /// Ends a request in a worker's slot with the answer its reply thread
     /// read in place.
-    func end(_ answer: Ending, ofSlot request: inout WorkerSlots.Request, plugin: String, started: UInt64) {
+    func end(_ answer: Ending, ofSlot request: inout WorkerSlots.Request, counts: Unmanaged<PluginMetrics>?,
+             started: UInt64) {
         withUnsafePointer(to: &request) { request in
             request.pointee.callbacks.withUnsafeBufferPointer { callbacks in
                 request.pointee.withLine { line in
                     end(answer, of: SlotRequest(request: request, callbacks: callbacks, line: line, dispatcher: self,
-                                                plugin: plugin, startedAt: started))
+                                                counts: counts, startedAt: started))
                 }
             }
         }
@@ -56,8 +59,10 @@ extension Dispatcher: WorkerLaneOwner {
 
 /// What the worker's side needs of the dispatcher.
 protocol WorkerLaneOwner: AnyObject, Sendable {
-    func adopt(_ request: inout WorkerSlots.Request, started: UInt64, plugin: String) -> AdoptedRequest
-    func end(_ answer: Ending, ofSlot request: inout WorkerSlots.Request, plugin: String, started: UInt64)
+    func adopt(_ request: inout WorkerSlots.Request, started: UInt64, plugin: String, counts: PluginMetrics?)
+        -> AdoptedRequest
+    func end(_ answer: Ending, ofSlot request: inout WorkerSlots.Request, counts: Unmanaged<PluginMetrics>?,
+             started: UInt64)
     func watch(_ worker: WorkerProcess)
     /// A new request id (`request_id`), taken only once the request is
     /// surely sent.
@@ -81,8 +86,8 @@ struct SlotRequest: EndingRequest {
     let callbacks: UnsafeBufferPointer<UInt8>
     let line: UnsafeBufferPointer<UInt8>
     let dispatcher: Dispatcher
-    /// The worker's plug-in, and when the lane sent the request.
-    let plugin: String
+    /// The worker's plug-in's counts, and when the lane sent the request.
+    let counts: Unmanaged<PluginMetrics>?
     let startedAt: UInt64
 
     var sequence: UInt64 { request.pointee.sequence }

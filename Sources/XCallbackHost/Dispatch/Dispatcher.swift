@@ -13,13 +13,18 @@ final class Dispatcher: SynchronousCallOwner, InFlightOwner, Sendable {
     let registry: PluginRegistry
     let limits: ParseLimits
     let timeout: Duration
+    /// `timeout`, converted once: `Duration.nanoseconds` is 128-bit
+    /// arithmetic, too dear for every request.
+    let timeoutNanoseconds: UInt64
     /// Whether records need the input line (`jsonl`); `url` skips the copy.
     let keepsInput: Bool
     let logger: Logger
     /// What is in flight, and the clock that ends it at its deadline.
     let inFlight: InFlightTable
-    /// The counts of `run --metrics`; nil when off.
+    /// The counts of `run --metrics`; nil when off. Also unretained, for
+    /// the request path (`countEnded`): binding the optional retains it.
     let metrics: HostMetrics?
+    let unretainedMetrics: Unmanaged<HostMetrics>?
     /// The last request id given out (`request_id`).
     private let lastID = Atomic<UInt64>(0)
     /// Set once a stop's grace period has passed (nanoseconds; 0: not):
@@ -33,8 +38,10 @@ final class Dispatcher: SynchronousCallOwner, InFlightOwner, Sendable {
          metrics: HostMetrics? = nil) {
         self.registry = registry
         self.metrics = metrics
+        unretainedMetrics = metrics.map(Unmanaged.passUnretained)
         self.limits = limits
         self.timeout = timeout
+        timeoutNanoseconds = timeout.nanoseconds
         self.keepsInput = keepsInput
         self.logger = logger
         inFlight = InFlightTable(timeout: timeout)
@@ -49,8 +56,6 @@ final class Dispatcher: SynchronousCallOwner, InFlightOwner, Sendable {
         stopGrace.store(max(grace.nanoseconds, 1), ordering: .releasing)
         inFlight.expireAll()
     }
-
-    private var timeoutNanoseconds: UInt64 { timeout.nanoseconds }
 
     // MARK: line → request
 
@@ -147,7 +152,7 @@ final class Dispatcher: SynchronousCallOwner, InFlightOwner, Sendable {
             return
         }
         let fields = pending.fields(arguments: match.arguments.map { QueryParameter(name: $0.name, value: $0.value) })
-        let call = begin(pending, plugin: match.value.pluginName)
+        let call = begin(pending, plugin: match.value.pluginName, counts: match.value.endpoint.counts)
         // The built-in await keeps its own, longer deadline.
         if previous == nil && !match.value.endpoint.keepsOwnDeadlines { inFlight.add(pending) }
         match.value.endpoint.invoke(handler: match.value.handlerIndex, request: fields, call: call)
@@ -168,16 +173,16 @@ final class Dispatcher: SynchronousCallOwner, InFlightOwner, Sendable {
         let url = (try? RequestURL(parsing: line, limits: limits)) ?? RequestURL(scheme: "")
         let pending = PendingRequest(
             id: id, sequence: sequence, input: keepsInput ? text : "", url: url, urlText: text, hop: 0, sink: sink,
-            deadline: started + timeout.nanoseconds, table: registry.table)
+            deadline: started + timeoutNanoseconds, table: registry.table)
         _ = pending.nextCandidate()
         return pending
     }
 
     /// The call through which `plugin`'s handler, which the request is
     /// about to enter (or, handed over, is already in), answers it.
-    func begin(_ pending: PendingRequest, plugin: String) -> HandlerCall {
+    func begin(_ pending: PendingRequest, plugin: String, counts: PluginMetrics?) -> HandlerCall {
         let call = handlerCall(for: pending, plugin: plugin)
-        pending.began(call, plugin: plugin)
+        pending.began(call, plugin: plugin, counts: counts)
         return call
     }
 

@@ -1,5 +1,6 @@
 import CXCallback
 import XCallbackBridge
+import XCallbackMetrics
 import XCallbackURL
 
 /// Runs a plug-in loaded into the host process (`--isolation none`): the
@@ -7,9 +8,11 @@ import XCallbackURL
 /// the host.
 final class InProcessEndpoint: PluginEndpoint, PathIdentified {
     let plugin: LoadedPlugin
+    let counts: PluginMetrics?
 
-    init(plugin: LoadedPlugin) {
+    init(plugin: LoadedPlugin, counts: PluginMetrics? = nil) {
         self.plugin = plugin
+        self.counts = counts
     }
 
     var pluginName: String { plugin.name }

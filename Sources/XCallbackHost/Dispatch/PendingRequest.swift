@@ -1,5 +1,6 @@
 import Synchronization
 import XCallbackBridge
+import XCallbackMetrics
 import XCallbackRouting
 import XCallbackSystem
 import XCallbackURL
@@ -43,6 +44,8 @@ final class PendingRequest: Sendable {
         var attempts = 0
         var currentCall: HandlerCall?
         var currentPlugin: String?
+        /// Its counts (`run --metrics`; nil when off).
+        var currentCounts: PluginMetrics?
     }
 
     init(id: UInt64, attempt: UInt32 = 1, keepsID: Bool = false, sequence: UInt64, input: String, url: RequestURL, urlText: String, hop: Int,
@@ -101,12 +104,14 @@ final class PendingRequest: Sendable {
         return fields
     }
 
-    func began(_ call: HandlerCall, plugin: String) {
+    func began(_ call: HandlerCall, plugin: String, counts: PluginMetrics?) {
         state.withLock {
             $0.currentCall = call
             $0.currentPlugin = plugin
+            $0.currentCounts = counts
         }
     }
 
     var currentPlugin: String? { state.withLock { $0.currentPlugin } }
+    var currentCounts: PluginMetrics? { state.withLock { $0.currentCounts } }
 }

@@ -1,11 +1,15 @@
 import Synchronization
 import XCallbackBridge
+import XCallbackMetrics
 import XCallbackSystem
 
 /// Something that runs a plug-in's handlers: the plug-in loaded into this
 /// process, or a worker process that loaded it.
 protocol PluginEndpoint: AnyObject, Sendable {
     var pluginName: String { get }
+    /// The plug-in's counts (`run --metrics`; nil when off), found once
+    /// when it was loaded, so that no request looks them up by name.
+    var counts: PluginMetrics? { get }
 
     /// Runs handler `index` for `request`. `call.deliver` receives the
     /// result exactly once, on any thread, before or after this returns.

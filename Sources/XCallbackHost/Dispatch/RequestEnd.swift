@@ -1,4 +1,5 @@
 import XCallbackBridge
+import XCallbackMetrics
 import XCallbackURL
 
 // The one place a request ends. Whichever path carried it (the general
@@ -48,10 +49,11 @@ protocol EndingRequest {
     /// The request as the general path holds it, already claimed, to follow
     /// a chain from; nil when something else ended it meanwhile.
     func claimedForChain() -> PendingRequest?
-    /// The plug-in whose handler ended it (nil: the host answered it), and
-    /// when it was read (coarse monotonic ns; 0: not known), for the
-    /// metrics (Metrics/EndingRequest+Metrics.swift).
-    var endedBy: String? { get }
+    /// The counts of the plug-in whose handler ended it (nil: the host
+    /// answered it, or metrics are off), unretained: counts live as long as
+    /// the host. And when it was read (coarse monotonic ns; 0: not known).
+    /// For the metrics (Metrics/EndingRequest+Metrics.swift).
+    var endedBy: Unmanaged<PluginMetrics>? { get }
     func started(timeout: UInt64) -> UInt64
 }
 
@@ -132,6 +134,8 @@ struct LaneRequest: EndingRequest {
     let lane: FastLane
     let snapshot: RouteSnapshot
     let dispatcher: Dispatcher
+    /// Its route's plug-in's counts (`run --metrics`; nil when off).
+    let counts: Unmanaged<PluginMetrics>?
 
     var sequence: UInt64 { call.sequence }
     var sink: OutputSink { call.outputSink }

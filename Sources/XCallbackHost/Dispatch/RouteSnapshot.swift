@@ -1,4 +1,5 @@
 import CXCallback
+import XCallbackMetrics
 import XCallbackRouting
 import XCallbackSystem
 
@@ -15,16 +16,22 @@ final class RouteSnapshot: Sendable {
         let function: xcallback_handler
         let userData: UnsafeMutableRawPointer?
         let plugin: String
+        /// Its counts (`run --metrics`; nil when off), and the same
+        /// unretained, for the request's end (`LaneRequest`).
+        let counts: PluginMetrics?
+        let unretainedCounts: Unmanaged<PluginMetrics>?
         let mark: PluginMark
         /// The pattern as registered (`request_route`), and its bytes.
         let pattern: String
         let patternBytes: [UInt8]
 
-        init(function: xcallback_handler, userData: UnsafeMutableRawPointer?, plugin: String, mark: PluginMark,
-             pattern: String) {
+        init(function: xcallback_handler, userData: UnsafeMutableRawPointer?, plugin: String, counts: PluginMetrics?,
+             mark: PluginMark, pattern: String) {
             self.function = function
             self.userData = userData
             self.plugin = plugin
+            self.counts = counts
+            unretainedCounts = counts.map(Unmanaged.passUnretained)
             self.mark = mark
             self.pattern = pattern
             patternBytes = Array(pattern.utf8)
@@ -69,7 +76,7 @@ final class RouteSnapshot: Sendable {
                 continue
             }
             native.append(NativeRoute(function: handler.function, userData: handler.userData, plugin: endpoint.pluginName,
-                                      mark: endpoint.plugin.mark, pattern: pattern.text))
+                                      counts: endpoint.counts, mark: endpoint.plugin.mark, pattern: pattern.text))
         }
         self.native = native
         self.workers = workers

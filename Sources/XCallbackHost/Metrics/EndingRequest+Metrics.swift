@@ -5,6 +5,8 @@ import XCallbackURL
 // Where `run --metrics` learns how each request ended: `Dispatcher.end`,
 // the one place every request ends, calls `countEnded` just before the
 // record is written (a chain's hops are not counted; its last outcome is).
+// The plug-in's counts travel with the request from its route (found once,
+// when the plug-in was loaded), so ending one looks nothing up.
 
 extension Dispatcher {
     /// Counts a request that ends in a record: by plug-in, outcome and
@@ -12,46 +14,46 @@ extension Dispatcher {
     /// relaxed atomic adds; nothing at all when metrics are off.
     @inline(__always)
     func countEnded(_ answer: Ending, of request: some EndingRequest, to sink: OutputSink) {
-        guard let metrics else { return }
-        countEnded(answer, of: request, to: sink, in: metrics)
+        unretainedMetrics?._withUnsafeGuaranteedRef { countEnded(answer, of: request, to: sink, in: $0) }
     }
 
     private func countEnded(_ answer: Ending, of request: some EndingRequest, to sink: OutputSink, in metrics: HostMetrics) {
-        let outcome: OutcomeClass
-        var code = 0
-        switch answer.kind {
-        case .success: outcome = .success
-        case .cancel: outcome = .cancel
-        case .error:
-            outcome = .error
-            code = ErrorCodeLabel.index(of: answer.outcome.value("errorCode"))
+        let started = request.started(timeout: timeoutNanoseconds)
+        var nanoseconds: UInt64 = 0
+        if started != 0 {
+            let now = MonotonicClock.coarseNow
+            if now > started { nanoseconds = now - started }
         }
-        let started = request.started(timeout: timeout.nanoseconds)
-        let now = MonotonicClock.coarseNow
-        metrics.ended(plugin: request.endedBy, outcome, code: code, nanoseconds: started != 0 && now > started ? now - started : 0)
-        if let input = sink.input {
-            input.records.add()
-            if code == ErrorCodeLabel.invalidURL && outcome == .error { input.invalidLines.add() }
+        (request.endedBy ?? Unmanaged.passUnretained(metrics.host))._withUnsafeGuaranteedRef { counts in
+            switch answer.kind {
+            case .success: counts.ended(.success, code: 0, nanoseconds: nanoseconds)
+            case .cancel: counts.ended(.cancel, code: 0, nanoseconds: nanoseconds)
+            case .error:
+                let code = ErrorCodeLabel.index(of: answer.outcome.value("errorCode"))
+                counts.ended(.error, code: code, nanoseconds: nanoseconds)
+                if code == ErrorCodeLabel.invalidURL { sink.input?.invalidLines.add() }
+            }
         }
+        sink.input?.records.add()
     }
 }
 
 extension UnroutedRequest {
-    var endedBy: String? { nil }
+    var endedBy: Unmanaged<PluginMetrics>? { nil }
     func started(timeout: UInt64) -> UInt64 { 0 }
 }
 
 extension GeneralRequest {
-    var endedBy: String? { pending.currentPlugin }
+    var endedBy: Unmanaged<PluginMetrics>? { pending.currentCounts.map(Unmanaged.passUnretained) }
     func started(timeout: UInt64) -> UInt64 { pending.deadline &- timeout }
 }
 
 extension LaneRequest {
-    var endedBy: String? { call.plugin }
+    var endedBy: Unmanaged<PluginMetrics>? { counts }
     func started(timeout: UInt64) -> UInt64 { call.started }
 }
 
 extension SlotRequest {
-    var endedBy: String? { plugin }
+    var endedBy: Unmanaged<PluginMetrics>? { counts }
     func started(timeout: UInt64) -> UInt64 { startedAt }
 }

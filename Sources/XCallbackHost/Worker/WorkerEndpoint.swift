@@ -35,6 +35,7 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
     private let hostStopping: @Sendable () -> Bool
     /// This plug-in's counts (`run --metrics`): its workers' lives.
     private let metrics: PluginMetrics?
+    var counts: PluginMetrics? { metrics }
 
     private struct State {
         var current: WorkerProcess?

@@ -2,6 +2,7 @@ import CHostSupport
 import Logging
 import Synchronization
 import XCallbackBridge
+import XCallbackMetrics
 import XCallbackSandbox
 import XCallbackSystem
 import XCallbackURL
@@ -371,9 +372,9 @@ extension WorkerProcess {
     func sendFast(handler: Int, line: UnsafeBufferPointer<UInt8>, parsed: RequestLine,
                   callbacks: (success: UnsafeBufferPointer<UInt8>?, error: UnsafeBufferPointer<UInt8>?,
                               cancel: UnsafeBufferPointer<UInt8>?),
-                  sequence: UInt64, sink: OutputSink, owner: any WorkerLaneOwner) -> Bool {
+                  sequence: UInt64, sink: OutputSink, owner: any WorkerLaneOwner, counts: PluginMetrics?) -> Bool {
         guard !writer.turnAwayIfBusy() else { return false }
-        let slots = lane.load() ?? makeLane(owner: owner)
+        let slots = lane.load() ?? makeLane(owner: owner, counts: counts)
         var sent = false
         var withdrawn = false
         writer.append { bytes in
@@ -436,8 +437,8 @@ extension WorkerProcess {
         return callback.count
     }
 
-    private func makeLane(owner: any WorkerLaneOwner) -> WorkerSlots {
-        let made = WorkerSlots(owner: owner)
+    private func makeLane(owner: any WorkerLaneOwner, counts: PluginMetrics?) -> WorkerSlots {
+        let made = WorkerSlots(owner: owner, counts: counts)
         let slots = lane.storeIfNil(made)
         if slots === made { owner.watch(self) }
         return slots
@@ -460,7 +461,7 @@ extension WorkerProcess {
             let base = payload.baseAddress!.assumingMemoryBound(to: UInt8.self)
             parameters.withUnsafeBufferPointer { parameters in
                 slots.owner.end(.bytes(answer, parameters: parameters, in: base), ofSlot: &request,
-                                plugin: ready.info.name, started: slots.started(id))
+                                counts: slots.unretainedCounts, started: slots.started(id))
             }
         }
         guard written != nil else { return .decode }
@@ -474,7 +475,7 @@ extension WorkerProcess {
     private func adoptOne(_ id: UInt64) -> AdoptedRequest? {
         guard let slots = lane.load() else { return nil }
         return slots.take(id) { request, _ in
-            slots.owner.adopt(&request, started: slots.started(id), plugin: ready.info.name)
+            slots.owner.adopt(&request, started: slots.started(id), plugin: ready.info.name, counts: slots.counts)
         }
     }
 
@@ -485,7 +486,8 @@ extension WorkerProcess {
         guard let slots = lane.load() else { return [] }
         return slots.takeAll(startedBefore: cutoff) { request, returned in
             (request.id, (request.handler, returned,
-                          slots.owner.adopt(&request, started: slots.started(request.id), plugin: ready.info.name)))
+                          slots.owner.adopt(&request, started: slots.started(request.id), plugin: ready.info.name,
+                                            counts: slots.counts)))
         }
     }
 

@@ -1,4 +1,5 @@
 import Synchronization
+import XCallbackMetrics
 
 /// The host's half of a worker's fast lane: the requests the input thread
 /// sent to one worker straight from their lines, each in a slot of a table
@@ -48,6 +49,10 @@ final class WorkerSlots: @unchecked Sendable {
 
     /// Who takes a request over for the general path.
     let owner: any WorkerLaneOwner
+    /// The worker's plug-in's counts (`run --metrics`; nil when off), and
+    /// the same unretained, for the reply thread (`Dispatcher.end`).
+    let counts: PluginMetrics?
+    let unretainedCounts: Unmanaged<PluginMetrics>?
     private let states: UnsafeMutablePointer<Atomic<UInt64>>
     /// Monotonic nanoseconds when each slot's request was sent: atomic, so
     /// the deadline timer may read it before it takes the slot.
@@ -56,8 +61,10 @@ final class WorkerSlots: @unchecked Sendable {
     /// Requests out now: a retiring worker stops when none is left.
     private let outstanding = Atomic<Int>(0)
 
-    init(owner: any WorkerLaneOwner) {
+    init(owner: any WorkerLaneOwner, counts: PluginMetrics? = nil) {
         self.owner = owner
+        self.counts = counts
+        unretainedCounts = counts.map(Unmanaged.passUnretained)
         states = .allocate(capacity: Self.capacity)
         startTimes = .allocate(capacity: Self.capacity)
         requests = .allocate(capacity: Self.capacity)
