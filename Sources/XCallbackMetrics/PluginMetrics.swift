@@ -25,9 +25,12 @@ public enum WorkerEndCause: Int, Sendable, CaseIterable {
 /// plug-in's name (one per loaded plug-in) and fixed lists.
 public final class PluginMetrics: Sendable {
     public let name: String
-    /// Success, cancel, then one counter per error code label.
-    let outcomes = CounterArray(count: 2 + ErrorCodeLabel.count)
-    public let latency = LatencyHistogram()
+    /// Requests by latency, a row per outcome class: one add counts a
+    /// request's outcome and its latency (a success's, a cancel's count is
+    /// its row's total).
+    public let latency = LatencyHistogram(rows: OutcomeClass.allCases.count)
+    /// Errors by code label: the `error` row's total, split.
+    @usableFromInline let errorCodes = CounterArray(count: ErrorCodeLabel.count)
     public let workerStarts = Counter()
     public let workerRestarts = Counter()
     let workerEnds = CounterArray(count: WorkerEndCause.allCases.count)
@@ -47,18 +50,12 @@ public final class PluginMetrics: Sendable {
     /// `ErrorCodeLabel` index, for errors) after `nanoseconds`.
     @inlinable
     public func ended(_ outcome: OutcomeClass, code: Int, nanoseconds: UInt64) {
-        count(outcome, code: code)
-        latency.observe(nanoseconds: nanoseconds)
+        latency.observe(nanoseconds: nanoseconds, row: outcome.rawValue)
+        if outcome == .error { countError(code: code) }
     }
 
     @usableFromInline
-    func count(_ outcome: OutcomeClass, code: Int) {
-        switch outcome {
-        case .success: outcomes.add(at: 0)
-        case .cancel: outcomes.add(at: 1)
-        case .error: outcomes.add(at: 2 + min(max(code, 0), ErrorCodeLabel.other))
-        }
-    }
+    func countError(code: Int) { errorCodes.add(at: min(max(code, 0), ErrorCodeLabel.other)) }
 
     public func workerEnded(_ cause: WorkerEndCause) { workerEnds.add(at: cause.rawValue) }
 
@@ -97,9 +94,8 @@ public final class PluginMetrics: Sendable {
     // Reading, for the exposition.
     func outcomeCount(_ outcome: OutcomeClass, code: Int = 0) -> UInt64 {
         switch outcome {
-        case .success: outcomes.value(at: 0)
-        case .cancel: outcomes.value(at: 1)
-        case .error: outcomes.value(at: 2 + code)
+        case .success, .cancel: latency.count(row: outcome.rawValue)
+        case .error: errorCodes.value(at: code)
         }
     }
     func workerEndCount(_ cause: WorkerEndCause) -> UInt64 { workerEnds.value(at: cause.rawValue) }

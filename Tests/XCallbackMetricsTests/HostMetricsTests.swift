@@ -95,7 +95,7 @@ import Testing
 
 @Suite struct LatencyHistogramTests {
     @Test func bucketsAreUpperBoundsInclusive() {
-        #expect(LatencyHistogram.sumCell == LatencyHistogram.bounds.count + 1, "the sum's cell follows +Inf")
+        #expect(LatencyHistogram.bucketCount == LatencyHistogram.bounds.count + 1, "a row's buckets end with +Inf")
         #expect(LatencyHistogram.bounds.count == LatencyHistogram.boundLabels.count)
         #expect(LatencyHistogram.bounds.first == 100_000)
         #expect(LatencyHistogram.bounds.last == 30_000_000_000)
@@ -111,6 +111,23 @@ import Testing
         #expect(cumulative[LatencyHistogram.bounds.count - 1] == 5)
         #expect(cumulative.last == 6)
         #expect(abs(sum - 60.004200002) < 1e-6)
+    }
+
+    @Test func rowsCountApartAndAddUpInTheSnapshot() {
+        let histogram = LatencyHistogram(rows: 3)
+        histogram.observe(nanoseconds: 0, row: 0)
+        histogram.observe(nanoseconds: 4_000_000, row: 1)
+        histogram.observe(nanoseconds: 0, row: 2)
+        histogram.observe(nanoseconds: 40_000_000_000, row: 2)
+        #expect(histogram.count(row: 0) == 1)
+        #expect(histogram.count(row: 1) == 1)
+        #expect(histogram.count(row: 2) == 2)
+        let (cumulative, sum) = histogram.snapshot
+        #expect(cumulative.first == 2)
+        #expect(cumulative[4] == 3, "le 0.005")
+        #expect(cumulative[LatencyHistogram.bounds.count - 1] == 3)
+        #expect(cumulative.last == 4)
+        #expect(abs(sum - 40.004) < 1e-9)
     }
 
     @Test func labelsSayTheBoundsInSeconds() {
