@@ -41,7 +41,9 @@ public final class CounterArray: Sendable {
 /// thread ends a request) must not share one, or every add would pull the
 /// line from the other core.
 public final class Counter: Sendable {
-    @usableFromInline let value = Atomic<UInt64>(0)
+    /// The count itself, for an owner that also paces itself on it and
+    /// needs orderings of its own (`StreamCounts`).
+    public let value = Atomic<UInt64>(0)
     private let padding: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0)
 
     public init() {}

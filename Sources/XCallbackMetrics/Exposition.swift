@@ -103,7 +103,7 @@ extension HostMetrics {
             let sample = type == .counter ? name + "_total" : name
             for input in inputs { out.sample(sample, [("input", input.kind.label)], value(input)) }
         }
-        perInput("xcallback_input_lines", .counter, "Request lines read and dispatched.") { $0.lines.current }
+        perInput("xcallback_input_lines", .counter, "Request lines read and dispatched.") { $0.lines }
         perInput("xcallback_input_invalid_lines", .counter, "Lines answered InvalidURL.") { $0.invalidLines.current }
         perInput("xcallback_input_bytes", .counter, "Bytes read.") { $0.bytes.current }
         perInput("xcallback_input_connections", .counter, "Socket connections accepted and served.") { $0.connectionsOpened.current }
@@ -118,7 +118,7 @@ extension HostMetrics {
                            input.refusedCount(reason))
             }
         }
-        perInput("xcallback_output_records", .counter, "Records written (or handed to the queue).") { $0.records.current }
+        perInput("xcallback_output_records", .counter, "Records written (or handed to the queue).") { $0.records }
         out.family("xcallback_output_wait_seconds", type: .counter,
                    help: "Time an input's reading waited because its records were not being taken.")
         for input in inputs {

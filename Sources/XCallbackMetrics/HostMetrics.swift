@@ -124,8 +124,8 @@ public final class HostMetrics: Sendable {
 
     /// Requests read and not yet answered, over every input.
     var inFlight: UInt64 {
-        let lines = inputs.reduce(UInt64(0)) { $0 &+ $1.lines.current }
-        let records = inputs.reduce(UInt64(0)) { $0 &+ $1.records.current }
+        let lines = inputs.reduce(UInt64(0)) { $0 &+ $1.lines }
+        let records = inputs.reduce(UInt64(0)) { $0 &+ $1.records }
         return lines > records ? lines - records : 0
     }
 }

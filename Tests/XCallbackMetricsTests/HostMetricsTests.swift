@@ -87,9 +87,30 @@ import Testing
 
     @Test func inFlightIsLinesLessRecords() {
         let metrics = HostMetrics(build: build)
-        metrics.input(.stdin).lines.add(5)
-        metrics.input(.stdin).records.add(3)
+        let stream = StreamCounts()
+        metrics.input(.stdin).open(stream)
+        stream.lines.add(5)
+        stream.records.add(3)
         #expect(metrics.inFlight == 2)
+    }
+
+    @Test func aClosedStreamKeepsCounting() {
+        let metrics = HostMetrics(build: build)
+        let input = metrics.input(.socket)
+        let (first, second) = (StreamCounts(), StreamCounts())
+        input.open(first)
+        input.open(second)
+        first.lines.add(4)
+        first.records.add(4)
+        second.lines.add(2)
+        second.records.add(1)
+        #expect(input.lines == 6 && input.records == 5)
+        input.close(first)
+        first.lines.add(100)
+        #expect(input.lines == 6 && input.records == 5, "counted as it was when it closed")
+        input.close(second)
+        #expect(input.lines == 6 && input.records == 5)
+        #expect(metrics.inFlight == 1)
     }
 }
 

@@ -16,15 +16,14 @@ extension Host {
         watchPlugins(with: watcher)
         let counts = metrics?.input(.queue)
         let sink = OutputSink(receiver: receiver, format: configuration.output, tally: tally, input: counts)
-        let submitted = Atomic<UInt64>(0)
+        let submitted = sink.stream.lines
         let loop = HandoffLoop<FedRequest>(
             read: {
                 BatchingThread.flushDeferred()
                 return feed.next()
             },
             process: { [dispatcher] request in
-                submitted.add(1, ordering: .relaxed)
-                counts?.lines.add()
+                submitted.value.add(1, ordering: .relaxed)
                 counts?.bytes.add(UInt64(request.line.count))
                 request.line.withUnsafeBufferPointer { line in
                     dispatcher.submit(line: line, sequence: request.id, sink: sink,
@@ -34,7 +33,7 @@ extension Host {
             watchdog: watchdog)
         loop.start()
         loop.waitUntilInputEnds()
-        awaitRecords(submitted.load(ordering: .acquiring), on: sink)
+        awaitRecords(submitted.value.load(ordering: .acquiring), on: sink)
         finishBackgroundWork()
     }
 

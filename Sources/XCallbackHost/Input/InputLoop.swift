@@ -7,7 +7,6 @@ import XCallbackSystem
 final class InputLoop: Sendable {
     let sink: OutputSink
     private let loop: HandoffLoop<LineReader.Line>
-    private let dispatched = LineCounter()
     private let watchdog: StallWatchdog?
     /// Set once a stop's grace period is over: a line still to be run is
     /// answered `ShuttingDown` instead (`relieveStalledReader`).
@@ -20,14 +19,14 @@ final class InputLoop: Sendable {
     init(reader: LineReader, dispatcher: Dispatcher, sink: OutputSink, watchdog: StallWatchdog?) {
         self.sink = sink
         self.watchdog = watchdog
-        let counter = dispatched
+        // The sink's: `run --metrics` reads the stream's lines there.
+        let counter = sink.stream.lines
         let box = UncheckedReader(reader)
         reader.hasRequestsInFlight = { [counter, sink] in
             counter.value.load(ordering: .relaxed) > sink.emittedCount
         }
         self.reader = box
         let lane = dispatcher.makeLane()
-        let counts = sink.input
         loop = HandoffLoop(
             read: { [counter, sink] in
                 let sent = counter.value.load(ordering: .relaxed)
@@ -44,7 +43,6 @@ final class InputLoop: Sendable {
             },
             process: { [counter, dispatcher, sink, lane, pastGrace] line in
                 let sequence = counter.value.wrappingAdd(1, ordering: .relaxed).oldValue
-                counts?.lines.add()
                 switch line {
                 case .text(let bytes, let storage):
                     withExtendedLifetime(storage) {
@@ -102,7 +100,7 @@ final class InputLoop: Sendable {
     }
 
     /// Counted lines so far: the records the sink owes.
-    var lineCount: UInt64 { dispatched.value.load(ordering: .acquiring) }
+    var lineCount: UInt64 { sink.stream.lines.value.load(ordering: .acquiring) }
 }
 
 /// The reader is touched only by the thread owning the input.
@@ -114,9 +112,4 @@ private final class UncheckedReader: @unchecked Sendable {
 /// Whether a stop's grace period is over, shared by the loop's closures.
 private final class PastGrace: Sendable {
     let value = Atomic<Bool>(false)
-}
-
-/// Lines dispatched so far, shared by the loop's closures.
-private final class LineCounter: Sendable {
-    let value = Atomic<UInt64>(0)
 }

@@ -10,8 +10,9 @@ import XCallbackURL
 
 extension Dispatcher {
     /// Counts a request that ends in a record: by plug-in, outcome and
-    /// code, its latency, its input's records and invalid lines. A few
-    /// relaxed atomic adds; nothing at all when metrics are off.
+    /// code, its latency, and its input's invalid lines (its records are
+    /// the sink's own count, `StreamCounts`). One relaxed atomic add for a
+    /// success or cancel; nothing at all when metrics are off.
     @inline(__always)
     func countEnded(_ answer: Ending, of request: some EndingRequest, to sink: OutputSink) {
         unretainedMetrics?._withUnsafeGuaranteedRef { countEnded(answer, of: request, to: sink, in: $0) }
@@ -34,7 +35,6 @@ extension Dispatcher {
                 if code == ErrorCodeLabel.invalidURL { sink.input?.invalidLines.add() }
             }
         }
-        sink.input?.records.add()
     }
 }
 

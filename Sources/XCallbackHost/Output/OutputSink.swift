@@ -31,10 +31,12 @@ final class OutputSink: Sendable {
     let takesBytes: Bool
     private let writer: any OutputWriter
     private let state = ConditionLock(State())
-    /// `State.emitted`, readable without the lock: the input thread checks
-    /// it for every line once a window of requests is in flight, and the
-    /// lock is the one every record takes.
-    private let emitted = Atomic<UInt64>(0)
+    /// Its input stream's lines (numbered by its input loop) and records:
+    /// `records` is `State.emitted`, readable without the lock (the input
+    /// thread checks it for every line once a window of requests is in
+    /// flight, and the lock is the one every record takes). `run --metrics`
+    /// reads both at a scrape (`input`).
+    let stream = StreamCounts()
 
     /// A sink writing to `descriptor` (stdout); `onClosed` runs when its
     /// reader is gone.
@@ -77,11 +79,20 @@ final class OutputSink: Sendable {
         self.opener = opener
         self.tally = tally
         takesBytes = format == .url && !keepOrder && opener == nil && receiver == nil
+        input?.open(stream)
+    }
+
+    deinit {
+        // No request holds the sink any more: its last record is counted.
+        input?.close(stream)
     }
 
     /// Writes (or opens) one record; in input order with `--keep-order`.
     func emit(_ record: OutcomeRecord) {
         let wake = state.withLock { state -> Bool in
+            // Counted first, so a client that has its record sees it counted
+            // (`run --metrics`); waiters take this lock to look, after it.
+            let wake = count(&state)
             // Written under this lock so records from racing threads keep
             // the order the reorder buffer released them in.
             if keepOrder {
@@ -93,7 +104,7 @@ final class OutputSink: Sendable {
             } else {
                 deliver(record)
             }
-            return count(&state)
+            return wake
         }
         if wake { state.broadcast() }
     }
@@ -101,7 +112,7 @@ final class OutputSink: Sendable {
     /// Counts a record; true when a waiter waits for this many.
     private func count(_ state: inout State) -> Bool {
         state.emitted += 1
-        emitted.store(state.emitted, ordering: .releasing)
+        stream.records.value.store(state.emitted, ordering: .releasing)
         guard state.emitted >= state.wakeAt else { return false }
         state.wakeAt = .max
         return true
@@ -113,9 +124,10 @@ final class OutputSink: Sendable {
     func emit(answered kind: OutcomeKind, _ write: (inout [UInt8]) -> Void) {
         precondition(!keepOrder && opener == nil && receiver == nil, "the record must go through emit(_:)")
         let wake = state.withLock { state -> Bool in
+            let wake = count(&state)
             tally.count(answered: kind)
             writer.append(write)
-            return count(&state)
+            return wake
         }
         if wake { state.broadcast() }
     }
@@ -131,7 +143,7 @@ final class OutputSink: Sendable {
     func waitForRoom() { writer.waitForRoom() }
 
     /// Records emitted so far.
-    var emittedCount: UInt64 { emitted.load(ordering: .acquiring) }
+    var emittedCount: UInt64 { stream.records.value.load(ordering: .acquiring) }
 
     /// Waits until `count` records were emitted; false if `deadline` came first.
     func waitForEmitted(_ count: UInt64, deadline: UInt64?) -> Bool {
