@@ -112,7 +112,7 @@ public final class NativeRequest: @unchecked Sendable {
         schemeOffset = cursor
         for index in parsed.scheme.start..<parsed.scheme.end {
             let byte = base[index]
-            bytes[cursor] = byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte
+            bytes[cursor] = byte.asciiLowercased
             cursor += 1
         }
         bytes[cursor] = 0

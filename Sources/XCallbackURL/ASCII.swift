@@ -24,9 +24,15 @@ enum ASCII {
     }
 
     @inline(__always)
-    static func lowercased(_ byte: UInt8) -> UInt8 {
-        (byte >= 0x41 && byte <= 0x5A) ? byte | 0x20 : byte
-    }
+    static func lowercased(_ byte: UInt8) -> UInt8 { byte.asciiLowercased }
+}
+
+extension UInt8 {
+    /// A-Z as a-z, every other byte as it is: how schemes and hosts are
+    /// compared and keyed, in this module and the lanes that read a line's
+    /// bytes in place.
+    @inlinable @inline(__always)
+    public var asciiLowercased: UInt8 { (self >= 0x41 && self <= 0x5A) ? self | 0x20 : self }
 }
 
 extension UInt8 {

@@ -176,7 +176,7 @@ extension RequestFrame {
             bytes(from: parsed.scheme.start, count: parsed.scheme.count)
             for index in parsed.scheme.start..<parsed.scheme.end {
                 let byte = base[index]
-                frame[cursor - parsed.scheme.end + index] = byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte
+                frame[cursor - parsed.scheme.end + index] = byte.asciiLowercased
             }
             if let source = parsed.source {
                 integer(UInt8(1))

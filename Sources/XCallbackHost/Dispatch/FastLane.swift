@@ -82,7 +82,7 @@ final class FastLane: @unchecked Sendable {
         @inline(__always) func appendLowercased(_ span: RequestLine.Span) {
             for index in span.start..<span.end {
                 let byte = base[index]
-                key[count] = byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte
+                key[count] = byte.asciiLowercased
                 count += 1
             }
             key[count] = 0

@@ -1,3 +1,5 @@
+import XCallbackURL
+
 /// The schemes the host's routes use, lowercased: a callback to one of them
 /// is the next hop of a chain, dispatched inside the host, not a record.
 /// The one copy of that rule, for the general path's Strings and a lane's
@@ -21,7 +23,7 @@ struct RoutedSchemes: Sendable {
         return schemes.contains { scheme in
             scheme.count == colon && scheme.indices.allSatisfy { index in
                 let byte = url[index]
-                return (byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte) == scheme[index]
+                return byte.asciiLowercased == scheme[index]
             }
         }
     }

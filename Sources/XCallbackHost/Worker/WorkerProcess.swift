@@ -365,10 +365,11 @@ final class WorkerProcess: Sendable {
 // MARK: The lane
 
 extension WorkerProcess {
-    /// Sends a request the input thread's lane filled in place, keeping it
-    /// in a slot (`WorkerSlots`); false, having sent nothing, when the lane
-    /// is closed or the slot is busy (then `send` takes it). Its
-    /// `request_id` comes from `owner`, taken only once it goes.
+    /// Sends a line the input thread's lane parsed as its request frame
+    /// (`RequestFrame.writeLine`), keeping the frame in a slot
+    /// (`WorkerSlots`); false, having sent nothing, when the lane is closed,
+    /// the slot is busy or a value does not decode (then `send` takes it).
+    /// Its `request_id` comes from `owner`, taken only once it goes.
     func sendFast(handler: Int, line: UnsafeBufferPointer<UInt8>, parsed: RequestLine,
                   callbacks: (success: UnsafeBufferPointer<UInt8>?, error: UnsafeBufferPointer<UInt8>?,
                               cancel: UnsafeBufferPointer<UInt8>?),
