@@ -12,13 +12,23 @@ import Glibc
 @Suite("Queue: failures, back-off and messages", .ownThreads,
        .requires(.postgres), .scaledTimeLimit(minutes: 3))
 struct QueueFailureTests {
-    /// Makes every write to the queue's tables fail as a full disk does
-    /// (SQLSTATE 53100) while `public.disk.failing` is true: reads work,
-    /// connections open, every claim, heartbeat and record fails.
-    static func installDiskFull(_ queue: String) throws {
+    /// Makes writes to the queue's tables fail as a full disk does
+    /// (SQLSTATE 53100) while `public.disk.failing` is true (from `failing`):
+    /// reads work, connections open. By default every claim, heartbeat and
+    /// record fails; `tables` and `writes` narrow it (only `outcomes`'
+    /// inserts: claims and heartbeats work, records fail).
+    static func installDiskFull(_ queue: String, failing: Bool = false,
+                                tables: [String] = ["requests", "hosts", "outcomes"],
+                                writes: String = "INSERT OR UPDATE OR DELETE") throws {
+        let triggers = tables.map { table in
+            """
+            CREATE TRIGGER disk_full BEFORE \(writes) ON xcallback.\(table)
+                FOR EACH STATEMENT EXECUTE FUNCTION public.disk_full();
+            """
+        }.joined(separator: "\n")
         try TestPostgres.psql(queue, """
             CREATE TABLE public.disk (failing boolean NOT NULL);
-            INSERT INTO public.disk VALUES (false);
+            INSERT INTO public.disk VALUES (\(failing));
             CREATE FUNCTION public.disk_full() RETURNS trigger LANGUAGE plpgsql AS $$
             BEGIN
                 IF (SELECT failing FROM public.disk) THEN
@@ -26,12 +36,7 @@ struct QueueFailureTests {
                 END IF;
                 RETURN NULL;
             END $$;
-            CREATE TRIGGER disk_full BEFORE INSERT OR UPDATE OR DELETE ON xcallback.requests
-                FOR EACH STATEMENT EXECUTE FUNCTION public.disk_full();
-            CREATE TRIGGER disk_full BEFORE INSERT OR UPDATE OR DELETE ON xcallback.hosts
-                FOR EACH STATEMENT EXECUTE FUNCTION public.disk_full();
-            CREATE TRIGGER disk_full BEFORE INSERT OR UPDATE OR DELETE ON xcallback.outcomes
-                FOR EACH STATEMENT EXECUTE FUNCTION public.disk_full();
+            \(triggers)
             """)
     }
 

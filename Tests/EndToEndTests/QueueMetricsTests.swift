@@ -129,21 +129,9 @@ struct QueueMetricsTests {
     @Test("database errors by kind: records failing on a full disk, then recorded; no server at all, counted as connect")
     func databaseErrors() throws {
         let queue = try TestPostgres.initializedDatabase()
-        // Writes to `outcomes` fail as a full disk does while
-        // `public.disk.failing` is true: claims and heartbeats work.
-        try TestPostgres.psql(queue, """
-            CREATE TABLE public.disk (failing boolean NOT NULL);
-            INSERT INTO public.disk VALUES (true);
-            CREATE FUNCTION public.disk_full() RETURNS trigger LANGUAGE plpgsql AS $$
-            BEGIN
-                IF (SELECT failing FROM public.disk) THEN
-                    RAISE EXCEPTION 'could not extend file: No space left on device' USING ERRCODE = 'disk_full';
-                END IF;
-                RETURN NULL;
-            END $$;
-            CREATE TRIGGER disk_full BEFORE INSERT ON xcallback.outcomes
-                FOR EACH STATEMENT EXECUTE FUNCTION public.disk_full();
-            """)
+        // Writes to `outcomes` fail as a full disk does: claims and
+        // heartbeats work.
+        try QueueFailureTests.installDiskFull(queue, failing: true, tables: ["outcomes"], writes: "INSERT")
         _ = try QueueTests.enqueue(queue, QueueTests.additions(1))
         let fixture = try HostFixture()
         let metrics = fixture.scratch.file("metrics.sock")
@@ -184,12 +172,7 @@ struct QueueMetricsTests {
         _ = try QueueTests.enqueue(queue, ["faulty://x-callback-url/sleep?ms=2500"])
         let metrics = fixture.scratch.file("metrics.sock")
         let slow = try Self.startHost(fixture, queue, metrics: metrics)
-        let deadline = Date(timeIntervalSinceNow: TestTiming.scaled(30))
-        while try QueueTests.status(queue)["leased"] != 1 && Date() < deadline { usleep(20_000) }
-        kill(slow.pid, SIGSTOP)
-        let other = try QueueTests.startHost(fixture, queue, ["--lease", "1"])
-        #expect(other.waitForStdoutLines(1, timeout: 60), "\(other.stderr)")
-        kill(slow.pid, SIGCONT)
+        let other = try QueueTests.overtake(slow, fixture: fixture, queue: queue)
         let (counted, samples) = Scrape.waitFor(unix: metrics, timeout: 30) { samples in
             samples[Self.queue("fenced")] == 1 && samples[Self.queue("leases_lost")] ?? 0 >= 1
         }

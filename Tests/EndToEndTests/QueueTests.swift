@@ -294,6 +294,19 @@ struct QueueTests {
         #expect(try Self.status(queue)["ready"] == 1_000)
     }
 
+    /// Waits until `slow` holds the queue's one request, freezes it
+    /// (SIGSTOP) past its lease while another host (returned) runs the
+    /// request and writes its record, then lets `slow` go on.
+    static func overtake(_ slow: ChildProcess, fixture: HostFixture, queue: String) throws -> ChildProcess {
+        let deadline = Date(timeIntervalSinceNow: TestTiming.scaled(30))
+        while try status(queue)["leased"] != 1 && Date() < deadline { usleep(20_000) }
+        kill(slow.pid, SIGSTOP)
+        let other = try startHost(fixture, queue, ["--lease", "1"])
+        #expect(other.waitForStdoutLines(1, timeout: 60), "\(other.stderr)")
+        kill(slow.pid, SIGCONT)
+        return other
+    }
+
     @Test("a host that lost its lease cannot record: the request runs again elsewhere and has one outcome")
     func fencedHostCannotRecord() throws {
         let queue = try TestPostgres.initializedDatabase()
@@ -301,13 +314,7 @@ struct QueueTests {
         _ = try Self.enqueue(queue, ["faulty://x-callback-url/sleep?ms=2500"])
         let slow = try Self.startHost(fixture, queue, ["--lease", "1"])
         #expect(slow.waitForStderr(containing: "consuming", timeout: 30))
-        // Wait until it holds the request, then freeze it past its lease.
-        let deadline = Date(timeIntervalSinceNow: TestTiming.scaled(30))
-        while try Self.status(queue)["leased"] != 1 && Date() < deadline { usleep(20_000) }
-        kill(slow.pid, SIGSTOP)
-        let other = try Self.startHost(fixture, queue, ["--lease", "1"])
-        #expect(other.waitForStdoutLines(1, timeout: 60), "\(other.stderr)")
-        kill(slow.pid, SIGCONT)
+        let other = try Self.overtake(slow, fixture: fixture, queue: queue)
         #expect(slow.waitForStderr(containing: "not recorded", timeout: 30), "\(slow.stderr)")
         for host in [slow, other] { host.send(signal: SIGTERM) }
         for host in [slow, other] { #expect(host.waitForExit(timeout: 30) == .exited(0), "\(host.stderr)") }
