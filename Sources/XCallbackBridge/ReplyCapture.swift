@@ -13,9 +13,10 @@ import XCallbackURL
 /// rare paths that need an `Outcome` (a chain, `--keep-order`, `jsonl`)
 /// build one with `outcome`.
 public final class ReplyCapture: @unchecked Sendable {
-    // @unchecked: filled under the reply table's lock by the completing
-    // thread, read by the lane's thread after `endSynchronous` (or by the
-    // deadline timer under that lock), never at once.
+    // @unchecked: filled by the completing thread while it holds the
+    // lane's reply slot (`SynchronousSlot`), read by the lane's thread
+    // after `endSynchronous` (or by the deadline timer holding the slot),
+    // never at once.
     @exclusivity(unchecked) public private(set) var kind: OutcomeKind = .success
     @exclusivity(unchecked) private var bytes: UnsafeMutablePointer<UInt8>
     @exclusivity(unchecked) private var capacity: Int

@@ -14,14 +14,16 @@ import XCallbackSystem
 /// completion after a timeout, or a made-up token finds no live slot and is
 /// refused, so a misbehaving plug-in cannot make the host touch freed memory.
 ///
-/// A slot is opened in one of two ways. The general path gives it a
-/// delivery closure, which a completion calls on its own thread. The fast
-/// lane opens it *synchronous*: the dispatcher's thread is inside the
-/// handler, so a completion only leaves its result in the slot, and the
-/// dispatcher takes it when the handler returns (`endSynchronous`): no
-/// closure, no object, no thread hand-off. A handler that keeps its token
-/// past its return is *promoted* to the general path then, or by the
-/// deadline timer while it runs (`promoteSynchronous`).
+/// Two kinds of slot answer to a token. The general path opens a slot in
+/// this table with a delivery closure, which a completion calls on its own
+/// thread. A fast lane (the host's or a worker's) owns a `SynchronousSlot`
+/// (a token whose index has `slotBit` set): the lane's thread is inside
+/// the handler, so a completion only leaves its result in the slot, and
+/// the lane takes it when the handler returns (`endSynchronous`): no lock,
+/// no closure, no object, no thread hand-off. A handler that keeps its
+/// token past its return is *promoted* to the general path then, or by the
+/// deadline timer while it runs (`promoteSynchronous`): its call moves into
+/// this table, and the lane's token is forwarded to it.
 public final class ReplyTable: Sendable {
     public typealias Delivery = @Sendable (HandlerResult) -> Void
 
@@ -33,7 +35,7 @@ public final class ReplyTable: Sendable {
         case afterTimeout(plugin: String)
     }
 
-    /// How a synchronous slot ended, as the fast lane learns it.
+    /// How a synchronous call ended, as the fast lane learns it.
     public enum SynchronousEnd {
         /// Completed while the handler ran: the slot is free again.
         case completed(HandlerResult)
@@ -43,15 +45,9 @@ public final class ReplyTable: Sendable {
         /// Completed while the handler ran, the answer kept in the call's
         /// `ReplyCapture`: the slot is free again.
         case completedInPlace
-        /// The deadline timer promoted it while the handler ran.
+        /// The deadline timer promoted it, or a decline handed it over,
+        /// while the handler ran.
         case promotedEarlier
-    }
-
-    private enum Mode {
-        case deliver(Delivery)
-        case synchronous(SynchronousCall)
-        case completed(HandlerResult, SynchronousCall)
-        case completedInPlace(SynchronousCall)
     }
 
     private struct Slot {
@@ -65,7 +61,10 @@ public final class ReplyTable: Sendable {
     private struct Entry {
         var request: NativeRequest
         var plugin: String
-        var mode: Mode
+        var deliver: Delivery
+        /// The token the plug-in holds, when this is a lane's call promoted
+        /// here (`forwarded` leads from it to this slot).
+        var laneToken: UInt64?
     }
 
     /// A token completed once, for the log line of a second completion.
@@ -79,8 +78,12 @@ public final class ReplyTable: Sendable {
     private struct Storage {
         var slots: [Slot] = []
         var free: [UInt32] = []
+        /// Lane calls promoted to this table: the token the plug-in holds
+        /// to the token of the slot here.
+        var forwarded: [UInt64: UInt64] = [:]
         /// Requests answered `Timeout` whose handler may still be reading
-        /// them: kept alive until the plug-in completes them, however late.
+        /// them, by the token the plug-in holds: kept alive until the
+        /// plug-in completes them, however late.
         var expired: [UInt64: (request: NativeRequest, plugin: String)] = [:]
         /// How many of `expired` each plug-in holds.
         var expiredByPlugin: [String: Int] = [:]
@@ -94,39 +97,43 @@ public final class ReplyTable: Sendable {
     /// How many completions are remembered (a bounded ring).
     public static let remembered = 256
 
+    /// Set in a token's index for a lane's call. The table's own slots stay
+    /// below it: 2^31 requests pending at once would not fit in memory.
+    static let slotBit: UInt64 = 0x8000_0000
+
     private let storage = Lock(Storage())
+    private let lanes: SynchronousSlotTable
     /// The generation a new slot starts at: 0, but for a test of the wrap.
     private let firstGeneration: UInt32
 
-    public init() { firstGeneration = 0 }
+    public convenience init() { self.init(firstGeneration: 0) }
 
-    init(firstGeneration: UInt32) { self.firstGeneration = firstGeneration }
+    init(firstGeneration: UInt32) {
+        self.firstGeneration = firstGeneration
+        lanes = SynchronousSlotTable(firstGeneration: firstGeneration)
+    }
+
+    // MARK: The general path
 
     /// Registers a pending handler call and returns its token.
     public func open(request: NativeRequest, plugin: String, deliver: @escaping Delivery) -> xcallback_reply {
-        open(Entry(request: request, plugin: plugin, mode: .deliver(deliver)))
-    }
-
-    /// Registers a call the caller's thread is about to make (the fast
-    /// lane); end it with `endSynchronous` once the handler returns.
-    public func openSynchronous(request: NativeRequest, plugin: String, call: SynchronousCall) -> xcallback_reply {
-        open(Entry(request: request, plugin: plugin, mode: .synchronous(call)))
-    }
-
-    private func open(_ entry: Entry) -> xcallback_reply {
-        let token = storage.withLock { storage -> UInt64 in
-            let index: UInt32
-            if let reused = storage.free.popLast() {
-                index = reused
-            } else {
-                index = UInt32(storage.slots.count)
-                storage.slots.append(Slot(generation: firstGeneration))
-            }
-            storage.slots[Int(index)].entry = entry
-            storage.slots[Int(index)].occupied = true
-            return UInt64(storage.slots[Int(index)].generation) << 32 | UInt64(index)
+        let token = storage.withLock { storage in
+            Self.open(Entry(request: request, plugin: plugin, deliver: deliver), in: &storage, firstGeneration)
         }
         return xcallback_reply(token: token)
+    }
+
+    private static func open(_ entry: Entry, in storage: inout Storage, _ firstGeneration: UInt32) -> UInt64 {
+        let index: UInt32
+        if let reused = storage.free.popLast() {
+            index = reused
+        } else {
+            index = UInt32(storage.slots.count)
+            storage.slots.append(Slot(generation: firstGeneration))
+        }
+        storage.slots[Int(index)].entry = entry
+        storage.slots[Int(index)].occupied = true
+        return UInt64(storage.slots[Int(index)].generation) << 32 | UInt64(index)
     }
 
     /// Completes a token: delivers `result` (on the caller's thread, or to
@@ -134,128 +141,198 @@ public final class ReplyTable: Sendable {
     /// when it was not pending.
     @discardableResult
     public func complete(_ reply: xcallback_reply, with result: (_ plugin: String, _ request: NativeRequest) -> HandlerResult) -> Refusal? {
-        let taken = storage.withLock { storage -> Result<(Delivery, Entry)?, Refusal> in
+        if let (number, generation) = Self.laneSlot(reply.token),
+           let done = lanes.withSlot(number, { complete(reply, generation: generation, on: $0, with: result) }),
+           let done {
+            return done
+        }
+        let taken = storage.withLock { storage -> Result<Entry, Refusal> in
             if let expired = storage.expired.removeValue(forKey: reply.token) {
                 storage.expiredByPlugin[expired.plugin, default: 1] -= 1
                 Self.remember(Completion(token: reply.token, requestID: expired.request.id,
                                          plugin: expired.plugin, route: expired.request.routeText), in: &storage)
                 return .failure(.afterTimeout(plugin: expired.plugin))
             }
-            guard let index = Self.liveIndex(reply.token, in: storage) else {
-                return .failure(.alreadyCompleted)
-            }
+            guard let index = Self.liveIndex(reply.token, in: storage) else { return .failure(.alreadyCompleted) }
             let entry = storage.slots[index].entry!
-            switch entry.mode {
-            case .completed, .completedInPlace:
-                return .failure(.alreadyCompleted)
-            case .synchronous(let call):
-                // Built under the lock: the dispatcher takes it when the
-                // handler returns, and the timer may look before that.
-                let answer = result(entry.plugin, entry.request)
-                Self.remember(Self.completion(reply.token, entry), in: &storage)
-                if answer == .declined, let owner = call.owner {
-                    // The next route is tried now, as on the general path,
-                    // not when (or if) this handler returns.
-                    let deliver = owner.takeOver(call, reply: reply)
-                    Self.release(index, in: &storage)
-                    return .success((deliver, entry))
-                }
-                storage.slots[index].entry!.mode = .completed(answer, call)
-                return .success(nil)
-            case .deliver(let deliver):
-                Self.remember(Self.completion(reply.token, entry), in: &storage)
-                Self.release(index, in: &storage)
-                return .success((deliver, entry))
-            }
+            Self.remember(Completion(token: reply.token, requestID: entry.request.id, plugin: entry.plugin,
+                                     route: entry.request.routeText), in: &storage)
+            Self.release(index, in: &storage)
+            return .success(entry)
         }
         switch taken {
-        case .success(let delivery):
-            if let (deliver, entry) = delivery {
-                // A taken-over decline was built under the lock already.
-                if case .synchronous = entry.mode { deliver(.declined) } else { deliver(result(entry.plugin, entry.request)) }
-            }
+        case .success(let entry):
+            entry.deliver(result(entry.plugin, entry.request))
             return nil
         case .failure(let refusal):
             return refusal
         }
     }
 
-    /// Completes a synchronous call in place: `capture` copies the answer
-    /// into the call's `ReplyCapture`. Nil when the token is not such a call
-    /// (the caller completes it with `complete`); false when `capture`
+    // MARK: A lane's synchronous calls
+
+    /// A reply slot for a new fast lane, or nil when every one is in use
+    /// (the lane then takes the general path). Give it back when the lane goes.
+    public func takeSlot() -> SynchronousSlot? {
+        lanes.take()
+    }
+
+    /// Gives a lane's slot back for the next lane.
+    public func giveBack(_ slot: SynchronousSlot) {
+        lanes.giveBack(slot)
+    }
+
+    /// The lane's slot, ready for a call: one whose generations are spent
+    /// is replaced. Nil when there is none to be had.
+    public func readySlot(_ slot: inout SynchronousSlot?) -> SynchronousSlot? {
+        if let spent = slot, spent.current.generation == .max { slot = lanes.take() }
+        return slot
+    }
+
+    /// Registers the call the lane's thread is about to make on its slot
+    /// (`readySlot`); end it with `endSynchronous` once the handler returns.
+    public func openSynchronous(on slot: SynchronousSlot, request: NativeRequest,
+                                call: SynchronousCall) -> xcallback_reply {
+        let generation = slot.current.generation &+ 1
+        // Identity first: the lane hands the same request every time, and
+        // storing it again would retain and release it.
+        if slot.request !== request { slot.request = request }
+        slot.call = call
+        slot.started.store(call.started, ordering: .releasing)
+        slot.set(.init(generation: generation, phase: .running))
+        return xcallback_reply(token: UInt64(generation) << 32 | Self.slotBit | UInt64(slot.number))
+    }
+
+    /// Completes a lane's call in place: `capture` copies the answer into
+    /// the call's `ReplyCapture`. Nil when the token is not a running lane
+    /// call (the caller completes it with `complete`); false when `capture`
     /// declined (the caller does the same, and nothing has changed).
     public func completeInPlace(_ reply: xcallback_reply, _ capture: (ReplyCapture) -> Bool) -> Bool? {
-        storage.withLock { storage -> Bool? in
-            guard let index = Self.liveIndex(reply.token, in: storage) else { return nil }
-            // Through the slot's address: the slot or its entry read as a
-            // value is a copy, which retains (and then releases) everything
-            // in it, on every request of the fast lane.
-            let completed = storage.slots.withUnsafeMutableBufferPointer { slots -> Completion?? in
-                let slot = slots.baseAddress! + index
-                guard case .synchronous(let call) = slot.pointee.entry.unsafelyUnwrapped.mode else { return nil }
-                guard capture(call.capture) else { return .some(nil) }
-                slot.pointee.entry!.mode = .completedInPlace(call)
-                let request = slot.pointee.entry.unsafelyUnwrapped.request
-                return Completion(token: reply.token, requestID: request.id, plugin: call.plugin, route: request.routeText)
-            }
-            guard let completed else { return nil }
-            guard let completed else { return false }
-            Self.remember(completed, in: &storage)
-            return true
-        }
+        guard let (number, generation) = Self.laneSlot(reply.token) else { return nil }
+        return lanes.withSlot(number) { slot -> Bool? in
+            guard slot.move(from: .init(generation: generation, phase: .running),
+                            to: .init(generation: generation, phase: .claimed)) else { return nil }
+            let captured = capture(slot.call.unsafelyUnwrapped.capture)
+            slot.set(.init(generation: generation, phase: captured ? .answeredInPlace : .running))
+            return captured
+        } ?? nil
     }
 
-    /// Ends a synchronous call once its handler has returned. A result left
-    /// in the slot is returned and the slot freed; a call still pending is
-    /// handed to the general path with the delivery `promote` builds (under
-    /// the table's lock, so no completion can fall in between).
-    public func endSynchronous(_ reply: xcallback_reply, promote: (SynchronousCall) -> Delivery) -> SynchronousEnd {
-        storage.withLock { storage in
-            guard let index = Self.liveIndex(reply.token, in: storage) else { return .promotedEarlier }
-            switch storage.slots[index].entry!.mode {
-            case .completed(let result, _):
-                Self.release(index, in: &storage)
-                return .completed(result)
-            case .completedInPlace:
-                Self.release(index, in: &storage)
-                return .completedInPlace
-            case .synchronous(let call):
-                storage.slots[index].entry!.mode = .deliver(promote(call))
-                return .promoted
-            case .deliver:
+    /// `complete` for a lane's call: nil when the call is not on the slot
+    /// (it was promoted, or has ended) and the table must look.
+    private func complete(_ reply: xcallback_reply, generation: UInt32, on slot: SynchronousSlot,
+                          with result: (String, NativeRequest) -> HandlerResult) -> Refusal?? {
+        guard let phase = slot.claim(generation: generation, when: { $0 != .idle }) else { return nil }
+        guard phase == .running else {
+            slot.set(.init(generation: generation, phase: phase))
+            return .some(.alreadyCompleted)
+        }
+        let call = slot.call.unsafelyUnwrapped
+        let request = slot.request.unsafelyUnwrapped
+        let answer = result(call.plugin, request)
+        if answer == .declined, let owner = call.owner {
+            // The next route is tried now, as on the general path, not when
+            // (or if) this handler returns; the lane finds the call over.
+            let deliver = storage.withLock { storage in
+                Self.remember(Completion(token: reply.token, requestID: call.id, plugin: call.plugin,
+                                         route: request.routeText), in: &storage)
+                return owner.takeOver(call, reply: reply)
+            }
+            slot.set(.init(generation: generation, phase: .idle))
+            deliver(.declined)
+            return .some(nil)
+        }
+        slot.result = answer
+        slot.set(.init(generation: generation, phase: .answered))
+        return .some(nil)
+    }
+
+    /// Ends the lane's call `reply` on `slot` once its handler has
+    /// returned. A result left in the slot is returned; a call still
+    /// pending is handed to the general path with the delivery `promote`
+    /// builds (while the slot is claimed, so no completion falls in between).
+    public func endSynchronous(_ reply: xcallback_reply, on slot: SynchronousSlot,
+                               promote: (SynchronousCall) -> Delivery) -> SynchronousEnd {
+        let generation = UInt32(truncatingIfNeeded: reply.token >> 32)
+        while true {
+            let now = slot.settled(generation: generation)
+            guard now.generation == generation else { return .promotedEarlier }
+            let idle = SynchronousSlot.Word(generation: generation, phase: .idle)
+            switch now.phase {
+            case .idle:
                 return .promotedEarlier
+            case .answeredInPlace:
+                if slot.move(from: now, to: idle) { return .completedInPlace }
+            case .answered:
+                // Idle, the slot is the lane's again: the result is its to take.
+                if slot.move(from: now, to: idle) {
+                    let result = slot.result.unsafelyUnwrapped
+                    slot.result = nil
+                    return .completed(result)
+                }
+            case .running:
+                if slot.move(from: now, to: .init(generation: generation, phase: .claimed)) {
+                    moveToTable(reply, on: slot, with: promote)
+                    slot.set(idle)
+                    return .promoted
+                }
+            case .claimed:
+                continue
             }
         }
     }
 
-    /// The deadline timer's side of a synchronous call that has run since
-    /// before `cutoff`: hands it to the general path with the delivery
-    /// `promote` builds, and returns the result it had already left, if
-    /// any. Nil when the call has ended, is younger, or was promoted before.
+    /// Moves a claimed, unanswered lane call into the table, reachable by
+    /// the lane's token.
+    private func moveToTable(_ reply: xcallback_reply, on slot: SynchronousSlot, with promote: (SynchronousCall) -> Delivery) {
+        let call = slot.call.unsafelyUnwrapped
+        let request = slot.request.unsafelyUnwrapped
+        storage.withLock { storage in
+            let entry = Entry(request: request, plugin: call.plugin, deliver: promote(call), laneToken: reply.token)
+            storage.forwarded[reply.token] = Self.open(entry, in: &storage, firstGeneration)
+        }
+    }
+
+    /// The deadline timer's side of a lane call that has run since before
+    /// `cutoff`: hands it to the general path with the delivery `promote`
+    /// builds, and returns the result it had already left, if any. Nil when
+    /// the call has ended, is younger, or was promoted before.
     public func promoteSynchronous(_ reply: xcallback_reply, startedBefore cutoff: UInt64,
-                            promote: (SynchronousCall) -> Delivery) -> HandlerResult?? {
-        storage.withLock { storage -> HandlerResult?? in
-            guard let index = Self.liveIndex(reply.token, in: storage) else { return nil }
-            switch storage.slots[index].entry!.mode {
-            case .synchronous(let call) where call.started <= cutoff:
-                storage.slots[index].entry!.mode = .deliver(promote(call))
-                return .some(nil)
-            case .completed(let result, let call) where call.started <= cutoff:
+                                   promote: (SynchronousCall) -> Delivery) -> HandlerResult?? {
+        guard let (number, generation) = Self.laneSlot(reply.token) else { return nil }
+        return lanes.withSlot(number) { slot -> HandlerResult?? in
+            // A young call is left alone without a claim, which the
+            // handler's own completion would have to wait out.
+            guard slot.started.load(ordering: .acquiring) <= cutoff,
+                  let phase = slot.claim(generation: generation, when: { $0 != .idle })
+            else { return nil }
+            let call = slot.call.unsafelyUnwrapped
+            guard call.started <= cutoff else {
+                slot.set(.init(generation: generation, phase: phase))
+                return nil
+            }
+            let answer: HandlerResult?
+            switch phase {
+            case .running:
+                moveToTable(reply, on: slot, with: promote)
+                answer = nil
+            case .answered:
                 // Answered, but the handler has not returned for a whole
                 // timeout: the outcome goes out now, as it would have on
                 // the general path.
                 _ = promote(call)
-                Self.release(index, in: &storage)
-                return .some(result)
-            case .completedInPlace(let call) where call.started <= cutoff:
-                _ = promote(call)
-                Self.release(index, in: &storage)
-                return .some(.outcome(call.capture.outcome))
+                answer = slot.result.unsafelyUnwrapped
+                slot.result = nil
             default:
-                return nil
+                _ = promote(call)
+                answer = .outcome(call.capture.outcome)
             }
-        }
+            slot.set(.init(generation: generation, phase: .idle))
+            return .some(answer)
+        } ?? nil
     }
+
+    // MARK: Deadlines and log lines
 
     /// The host's side of a deadline: retires `reply` if it is still
     /// pending, without delivering anything (the dispatcher has answered
@@ -266,10 +343,6 @@ public final class ReplyTable: Sendable {
         let held = storage.withLock { storage -> (plugin: String, count: Int)? in
             guard let index = Self.liveIndex(reply.token, in: storage) else { return nil }
             let entry = storage.slots[index].entry!
-            switch entry.mode {
-            case .completed, .completedInPlace: return nil
-            case .deliver, .synchronous: break
-            }
             storage.expired[reply.token] = (entry.request, entry.plugin)
             storage.expiredByPlugin[entry.plugin, default: 0] += 1
             Self.release(index, in: &storage)
@@ -295,23 +368,47 @@ public final class ReplyTable: Sendable {
 
     /// The plug-in that owns a pending token, for log lines.
     public func plugin(of reply: xcallback_reply) -> String? {
-        storage.withLock { storage in
+        if let (number, generation) = Self.laneSlot(reply.token),
+           let plugin = lanes.withSlot(number, { slot -> String? in
+               guard let phase = slot.claim(generation: generation, when: { $0 != .idle }) else { return nil }
+               defer { slot.set(.init(generation: generation, phase: phase)) }
+               return slot.call.unsafelyUnwrapped.plugin
+           }), let plugin {
+            return plugin
+        }
+        return storage.withLock { storage in
             Self.liveIndex(reply.token, in: storage).flatMap { storage.slots[$0].entry?.plugin }
         }
     }
 
-    /// "plug-in 'x' … request 7 (route R)" for a token completed recently, for log lines.
+    /// "plug-in 'x' … request 7 (route R)" for a token completed recently,
+    /// for log lines: a lane's call while its handler still runs, any other
+    /// among the last `remembered` completions.
     public func describe(_ reply: xcallback_reply) -> String? {
-        storage.withLock { storage in
-            guard let completion = storage.recent.lazy.compactMap({ $0 }).first(where: { $0.token == reply.token })
-            else { return nil }
-            return "plug-in '\(PrintableText.escaping(completion.plugin))' completed request \(completion.requestID) (route \(PrintableText.escaping(completion.route)))"
+        if let (number, generation) = Self.laneSlot(reply.token),
+           let described = lanes.withSlot(number, { slot -> Completion? in
+               guard let phase = slot.claim(generation: generation,
+                                            when: { $0 == .answered || $0 == .answeredInPlace }) else { return nil }
+               defer { slot.set(.init(generation: generation, phase: phase)) }
+               let call = slot.call.unsafelyUnwrapped
+               return Completion(token: reply.token, requestID: call.id, plugin: call.plugin,
+                                 route: slot.request.unsafelyUnwrapped.routeText)
+           }), let described {
+            return Self.text(of: described)
+        }
+        return storage.withLock { storage in
+            storage.recent.lazy.compactMap({ $0 }).first(where: { $0.token == reply.token }).map(Self.text(of:))
         }
     }
 
-    /// Pending handler calls (not counting expired ones).
+    /// Requests pending in the table: the general path's and promoted
+    /// lane calls, not the calls running on a lane.
     public var pendingCount: Int {
         storage.withLock { $0.slots.count - $0.free.count }
+    }
+
+    private static func text(of completion: Completion) -> String {
+        "plug-in '\(PrintableText.escaping(completion.plugin))' completed request \(completion.requestID) (route \(PrintableText.escaping(completion.route)))"
     }
 
     private static func remember(_ completion: Completion, in storage: inout Storage) {
@@ -319,15 +416,20 @@ public final class ReplyTable: Sendable {
         storage.recentNext = (storage.recentNext + 1) % remembered
     }
 
-    private static func completion(_ token: UInt64, _ entry: Entry) -> Completion {
-        Completion(token: token, requestID: entry.request.id, plugin: entry.plugin, route: entry.request.routeText)
+    /// The lane slot's number and the call's generation, when `token` is a lane call's.
+    private static func laneSlot(_ token: UInt64) -> (number: UInt32, generation: UInt32)? {
+        guard token & slotBit != 0 else { return nil }
+        return (UInt32(truncatingIfNeeded: token & (slotBit - 1)), UInt32(truncatingIfNeeded: token >> 32))
     }
 
+    /// The table's slot for `token`, if it is live; a lane's token leads to
+    /// the slot its promoted call moved to.
     private static func liveIndex(_ token: UInt64, in storage: Storage) -> Int? {
+        let token = token & slotBit == 0 ? token : (storage.forwarded[token] ?? token)
         let index = Int(token & 0xFFFF_FFFF)
         let generation = UInt32(token >> 32)
         // In place: reading `slots[index]` as a value copies its entry, a
-        // retain and a release twice per request on the fast lane.
+        // retain and a release per access.
         let live = storage.slots.withUnsafeBufferPointer { slots in
             index < slots.count && slots[index].generation == generation && slots[index].occupied
         }
@@ -335,13 +437,12 @@ public final class ReplyTable: Sendable {
     }
 
     private static func release(_ index: Int, in storage: inout Storage) {
+        if let laneToken = storage.slots[index].entry?.laneToken { storage.forwarded[laneToken] = nil }
         storage.slots[index].entry = nil
         storage.slots[index].occupied = false
         // A slot whose generation would wrap is never used again: its next
         // token would be one handed out 2^32 uses ago, which a plug-in may
-        // still hold (a request past its Timeout stays in `expired`). The
-        // fast lane reuses one slot for every request, so at full speed
-        // that is a matter of hours; one slot's memory is the price.
+        // still hold (a request past its Timeout stays in `expired`).
         guard storage.slots[index].generation < UInt32.max else { return }
         storage.slots[index].generation += 1
         storage.free.append(UInt32(index))

@@ -35,7 +35,8 @@ extension Dispatcher {
         }
         // A callback the host could never deliver to is refused up front by
         // `submit`, with the message.
-        guard lane.hasDeliverableCallbacks(line) else { return false }
+        guard lane.hasDeliverableCallbacks(line), let slot = HostAPI.replies.readySlot(&lane.replySlot)
+        else { return false }
         let native = lane.native
         let filled = route.patternBytes.withUnsafeBufferPointer { pattern in
             native.fill(line: line, parsed: lane.line, route: route.pattern, routeBytes: pattern)
@@ -48,13 +49,13 @@ extension Dispatcher {
         let call = SynchronousCall(line: line, id: id, sequence: sequence, sink: sink,
                                    started: MonotonicClock.coarseNow, plugin: route.plugin, capture: lane.capture,
                                    owner: self)
-        let reply = HostAPI.replies.openSynchronous(request: native, plugin: route.plugin, call: call)
+        let reply = HostAPI.replies.openSynchronous(on: slot, request: native, call: call)
         lane.inFlight.store(reply.token &+ 1, ordering: .releasing)
         route.mark.whileRunning { route.function(native.opaque, reply, route.userData) }
         lane.inFlight.store(0, ordering: .releasing)
 
         var promoted: PendingRequest?
-        let end = HostAPI.replies.endSynchronous(reply) { call in
+        let end = HostAPI.replies.endSynchronous(reply, on: slot) { call in
             let (pending, handlerCall) = takeOver(call, reply: reply)
             promoted = pending
             return handlerCall.deliver

@@ -44,6 +44,8 @@ final class FastLane: @unchecked Sendable {
     /// The reply token of the call inside a handler now, plus one (0: none):
     /// how the deadline timer finds a handler that runs too long.
     let inFlight = Atomic<UInt64>(0)
+    /// Where the call inside a handler now keeps its state (`ReplyTable`).
+    @exclusivity(unchecked) var replySlot = HostAPI.replies.takeSlot()
 
     init() {
         lineStorage = .allocate(capacity: 1)
@@ -57,6 +59,7 @@ final class FastLane: @unchecked Sendable {
         lineStorage.deallocate()
         scratch.deallocate()
         callbackScratch.deallocate()
+        if let replySlot { HostAPI.replies.giveBack(replySlot) }
     }
 
     func enter() -> Bool {

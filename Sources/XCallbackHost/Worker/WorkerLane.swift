@@ -22,9 +22,15 @@ final class WorkerLane: @unchecked Sendable {
     private let busy = Atomic<Bool>(false)
     /// The reply of the call running now, its token + 1 (0: none).
     private let running = Atomic<UInt64>(0)
+    /// Where the call running now keeps its state (`ReplyTable`).
+    @exclusivity(unchecked) private var replySlot = HostAPI.replies.takeSlot()
 
     init(endpoint: InProcessEndpoint) {
         self.endpoint = endpoint
+    }
+
+    deinit {
+        if let replySlot { HostAPI.replies.giveBack(replySlot) }
     }
 
     /// Takes a request frame's payload for the lane, filling its request in
@@ -39,7 +45,7 @@ final class WorkerLane: @unchecked Sendable {
               busy.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged
         else { return false }
         var filler = NativeRequestFiller(native, route: registrations[handler].pattern.text)
-        guard let (id, _) = RequestFrame.read(payload, into: &filler) else {
+        guard HostAPI.replies.readySlot(&replySlot) != nil, let (id, _) = RequestFrame.read(payload, into: &filler) else {
             busy.store(false, ordering: .releasing)
             return false
         }
@@ -67,6 +73,7 @@ final class WorkerLane: @unchecked Sendable {
               busy.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged
         else { return false }
         defer { busy.store(false, ordering: .releasing) }
+        guard HostAPI.replies.readySlot(&replySlot) != nil else { return false }
         native.refill(fields, route: registrations[index].pattern.text)
         call(handler, id: id, send: send, output: output)
         return true
@@ -96,11 +103,13 @@ final class WorkerLane: @unchecked Sendable {
         let native = self.native
         let call = SynchronousCall(line: UnsafeBufferPointer(start: nil, count: 0), id: id, sequence: 0, sink: nil,
                                    started: 0, plugin: endpoint.pluginName, capture: capture, owner: nil)
-        let reply = HostAPI.replies.openSynchronous(request: native, plugin: endpoint.pluginName, call: call)
+        // `claim` and `run` made sure of the slot.
+        let slot = replySlot.unsafelyUnwrapped
+        let reply = HostAPI.replies.openSynchronous(on: slot, request: native, call: call)
         running.store(reply.token &+ 1, ordering: .releasing)
         handler.function(native.opaque, reply, handler.userData)
         running.store(0, ordering: .releasing)
-        let end = HostAPI.replies.endSynchronous(reply) { _ in
+        let end = HostAPI.replies.endSynchronous(reply, on: slot) { _ in
             { result in send(.result(id: id, result: result)) }
         }
         switch end {
