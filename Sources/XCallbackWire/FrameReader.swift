@@ -84,9 +84,12 @@ public final class FrameReader {
         return frames
     }
 
-    /// The next frame; `beforeBlocking` runs before each blocking read, and
-    /// `intercept` (if any) sees every frame first.
-    public func next(beforeBlocking: () -> Void, intercept: Intercept? = nil) -> Next {
+    /// The next frame; `beforeBlocking` runs before each read, when every
+    /// frame read so far is handled; `afterReading` after each read that
+    /// got bytes, told whether it emptied the descriptor (took less than
+    /// it asked for); `intercept` (if any) sees every frame first.
+    public func next(beforeBlocking: () -> Void, afterReading: (_ emptied: Bool) -> Void = { _ in },
+                     intercept: Intercept? = nil) -> Next {
         while true {
             let decoded = buffer.withUnsafeBytes {
                 Self.decodeFrame(UnsafeRawBufferPointer(rebasing: $0[start...]), intercept: intercept)
@@ -114,6 +117,7 @@ public final class FrameReader {
             let count = read(descriptor, chunk, Self.chunkSize)
             if count < 0 && errno == EINTR { continue }
             if count <= 0 { return .end }
+            afterReading(count < Self.chunkSize)
             buffer.append(contentsOf: UnsafeBufferPointer(start: chunk.assumingMemoryBound(to: UInt8.self), count: count))
         }
     }

@@ -134,4 +134,36 @@ struct BehindWorkerTests {
         #expect(host.waitForExit(timeout: TestTiming.scaled(30)) == .exited(0), "\(host.stderr)")
         #expect(host.stdoutLines == ["success"], "\(host.stdout)")
     }
+
+    @Test("a host whose own stdout is blocked past the hung limit does not take a worker that returned for hung")
+    func hostBehindOnItsOutput() throws {
+        let fixture = try HostFixture([], isolation: "process")
+        try TestPlugin.build("slow", source: Self.source, into: fixture.plugins)
+        // The host's stdout goes to a relay that reads nothing until the
+        // test opens the gate.
+        let gate = fixture.scratch.file("gate")
+        try #require(mkfifo(gate, 0o600) == 0)
+        let script = #"g="$1"; shift; "$0" "$@" | { read -r _ < "$g"; exec cat; }"#
+        let host = try ChildProcess(["-c", script, Products.xcallback, gate] + fixture.runPrefix + ["--timeout", "0.1"],
+                                    executable: "/bin/sh", stdin: .pipe)
+        // Records large enough to fill the pipe and block the thread that
+        // reads the worker's answers (it writes the records), then a
+        // request that times out and whose handler returns 300 ms after that:
+        // its "returned" waits, unread, behind the blocked thread.
+        let padding = String(repeating: "p", count: 400)
+        let flood = (0..<1000).map { "slow://x-callback-url/nap?ms=0&x-success=ok://\(padding)&n=\($0)\n" }.joined()
+        #expect(host.write(flood + "slow://x-callback-url/nap?ms=400\n"))
+        // Past the worker's hung limit (1 s after it began the nap) with the
+        // answer unread: the worker must not be taken for hung.
+        #expect(!host.waitForStderr(containing: "hung past its deadline", timeout: 2.5), "\(host.stderr)")
+        let opener = open(gate, O_WRONLY)
+        try #require(opener >= 0)
+        _ = "go\n".withCString { write(opener, $0, 3) }
+        close(opener)
+        host.closeInput()
+        #expect(host.waitForExit(timeout: TestTiming.scaled(60)) == .exited(0), "\(host.stderr)")
+        #expect(host.stdoutLines.count == 1001, "\(host.stderr)")
+        #expect(!host.stderr.contains("hung past its deadline"), "\(host.stderr)")
+        #expect(!host.stderr.contains("restarted plug-in"), "\(host.stderr)")
+    }
 }

@@ -71,6 +71,14 @@ final class WorkerProcess: Sendable {
         var hungCheckDue = false
     }
 
+    /// How far the thread reading this worker's answers has got, for
+    /// `checkHung`: everything the worker wrote before this monotonic time
+    /// is handled; and when the read it waits in began (0: it is handling
+    /// what it read, or writing records). A host held up on its own output
+    /// must not take the answers it has not read yet for a hung handler.
+    private let answersHandledUntil = Atomic<UInt64>(0)
+    private let readingSince = Atomic<UInt64>(0)
+
     /// How long a handler may go on past its request's `Timeout` before its
     /// worker is taken for stuck in it. Not at once: a worker that is
     /// behind begins a request just before its deadline, and returns a
@@ -131,8 +139,21 @@ final class WorkerProcess: Sendable {
             // in one batch when it has read all the worker sent (not one
             // write per answer).
             BatchingThread.markCurrent()
+            var readBegan: UInt64 = 0
+            var readEmptied = false
             loop: while true {
-                switch reader.reader.next(beforeBlocking: BatchingThread.flushDeferred, intercept: takeInPlace) {
+                let next = reader.reader.next(beforeBlocking: {
+                    BatchingThread.flushDeferred()
+                    // All the last read took is handled now; if it emptied
+                    // the socket, so is all the worker wrote before it began.
+                    if readEmptied { answersHandledUntil.store(readBegan, ordering: .releasing) }
+                    readBegan = MonotonicClock.now
+                    readingSince.store(readBegan, ordering: .releasing)
+                }, afterReading: { emptied in
+                    readingSince.store(0, ordering: .releasing)
+                    readEmptied = emptied
+                }, intercept: takeInPlace)
+                switch next {
                 case .frame(let frame): handle(frame)
                 case .end, .malformed, .intercepted: break loop
                 }
@@ -293,12 +314,15 @@ final class WorkerProcess: Sendable {
     func checkHung() -> (stuck: Bool, again: Bool) {
         state.withLock { state -> (stuck: Bool, again: Bool) in
             let now = MonotonicClock.now
+            let handled = answersHandled(now: now)
             var stuck = false
             if !state.exited {
                 for (id, begunAt) in state.unreturned {
                     if begunAt == 0 {
                         if hasBegun(id) { state.unreturned[id] = now }
-                    } else if now &- begunAt >= Self.hungAfter.nanoseconds {
+                    } else if handled >= begunAt &+ Self.hungAfter.nanoseconds {
+                        // Not merely `hungAfter` ago: the host has read
+                        // and handled all the worker wrote until then.
                         stuck = true
                     }
                 }
@@ -308,6 +332,17 @@ final class WorkerProcess: Sendable {
             state.hungCheckDue = !state.unreturned.isEmpty
             return (stuck, state.hungCheckDue)
         }
+    }
+
+    /// The monotonic time before which everything the worker wrote is
+    /// handled. A read that has waited a whole check interval found the
+    /// socket empty: all the worker wrote until that long ago is handled.
+    private func answersHandled(now: UInt64) -> UInt64 {
+        let handled = answersHandledUntil.load(ordering: .acquiring)
+        let waiting = readingSince.load(ordering: .acquiring)
+        let interval = Self.hungCheckInterval.nanoseconds
+        guard waiting != 0, now &- waiting >= interval else { return handled }
+        return max(handled, now &- interval)
     }
 
     /// Whether a write to the worker is under way on its flusher.
