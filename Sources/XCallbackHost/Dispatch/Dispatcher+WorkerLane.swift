@@ -43,12 +43,15 @@ extension Dispatcher: WorkerLaneOwner {
     /// read in place.
     func end(_ answer: Ending, ofSlot request: inout WorkerSlots.Request, counts: Unmanaged<PluginMetrics>?,
              started: UInt64) {
-        withUnsafePointer(to: &request) { request in
-            request.pointee.callbacks.withUnsafeBufferPointer { callbacks in
-                request.pointee.withLine { line in
-                    end(answer, of: SlotRequest(request: request, callbacks: callbacks, line: line, dispatcher: self,
-                                                counts: counts, startedAt: started))
-                }
+        // The fields the ending reads, taken once: read through a pointer
+        // to the slot, each read copied the whole slot (retaining its arrays).
+        let sequence = request.sequence
+        let sink = request.sink!
+        let named = WorkerSlots.NamedCallbacks(request)
+        request.callbacks.withUnsafeBufferPointer { callbacks in
+            request.withLine { line in
+                end(answer, of: SlotRequest(sequence: sequence, sink: sink, callbacks: callbacks, named: named,
+                                            line: line, dispatcher: self, counts: counts, startedAt: started))
             }
         }
     }
@@ -80,22 +83,21 @@ struct AdoptedRequest: Sendable {
 
 /// A request a worker's lane sent from its line, still in its slot.
 struct SlotRequest: EndingRequest {
-    /// The slot's request, which the reply thread holds taken.
-    let request: UnsafePointer<WorkerSlots.Request>
-    /// Its decoded callbacks and its line.
+    let sequence: UInt64
+    let sink: OutputSink
+    /// Its decoded callbacks, which of them the line named, and its line.
     let callbacks: UnsafeBufferPointer<UInt8>
+    let named: WorkerSlots.NamedCallbacks
     let line: UnsafeBufferPointer<UInt8>
     let dispatcher: Dispatcher
     /// The worker's plug-in's counts, and when the lane sent the request.
     let counts: Unmanaged<PluginMetrics>?
     let startedAt: UInt64
 
-    var sequence: UInt64 { request.pointee.sequence }
-    var sink: OutputSink { request.pointee.sink! }
     var input: String { dispatcher.keepsInput ? String(decoding: line, as: UTF8.self) : "" }
 
     func withCallback<R>(for kind: OutcomeKind, _ body: (UnsafeBufferPointer<UInt8>?) -> R) -> R {
-        body(request.pointee.callback(for: kind, in: callbacks))
+        body(named.callback(for: kind, in: callbacks))
     }
 
     /// None does: the lane sends no request whose callbacks go to the host's
@@ -117,13 +119,34 @@ extension WorkerSlots.Request {
     /// The decoded callback for an answer of `kind`, if the line named one
     /// that is not empty (`OutcomeKind.callback` decides which).
     func callback(for kind: OutcomeKind, in bytes: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<UInt8>? {
-        // A count of -1: the line named none.
-        func named(from start: Int, _ count: Int) -> UnsafeBufferPointer<UInt8>? {
-            count >= 0 ? UnsafeBufferPointer(rebasing: bytes[start..<start + count]) : nil
+        WorkerSlots.NamedCallbacks(self).callback(for: kind, in: bytes)
+    }
+}
+
+extension WorkerSlots {
+    /// How long each of a slot's decoded callbacks is, back to back in its
+    /// `callbacks`; -1 for one the line did not name.
+    struct NamedCallbacks {
+        var success: Int
+        var error: Int
+        var cancel: Int
+
+        init(_ request: borrowing Request) {
+            success = request.successCount
+            error = request.errorCount
+            cancel = request.cancelCount
         }
-        let errorStart = max(successCount, 0)
-        let cancelStart = errorStart + max(errorCount, 0)
-        return kind.callback(success: named(from: 0, successCount), error: named(from: errorStart, errorCount),
-                             cancel: named(from: cancelStart, cancelCount))
+
+        /// The decoded callback for an answer of `kind`, if the line named
+        /// one that is not empty (`OutcomeKind.callback` decides which).
+        func callback(for kind: OutcomeKind, in bytes: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<UInt8>? {
+            func named(from start: Int, _ count: Int) -> UnsafeBufferPointer<UInt8>? {
+                count >= 0 ? UnsafeBufferPointer(rebasing: bytes[start..<start + count]) : nil
+            }
+            let errorStart = max(success, 0)
+            let cancelStart = errorStart + max(error, 0)
+            return kind.callback(success: named(from: 0, success), error: named(from: errorStart, error),
+                                 cancel: named(from: cancelStart, cancel))
+        }
     }
 }

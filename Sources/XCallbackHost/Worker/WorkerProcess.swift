@@ -492,10 +492,9 @@ extension WorkerProcess {
         guard kind == WorkerFrame.resultKind,
               let (id, answer) = ResultFrame.answerInPlace(payload, into: &answerParameters.parameters)
         else { return .decode }
-        let parameters = answerParameters.parameters
         let written: Void? = slots.take(id) { request, _ in
             let base = payload.baseAddress!.assumingMemoryBound(to: UInt8.self)
-            parameters.withUnsafeBufferPointer { parameters in
+            answerParameters.parameters.withUnsafeBufferPointer { parameters in
                 slots.owner.end(.bytes(answer, parameters: parameters, in: base), ofSlot: &request,
                                 counts: slots.unretainedCounts, started: slots.started(id))
             }
@@ -559,8 +558,9 @@ extension WorkerProcess {
 
 /// The reply thread's reusable list of an answer's parameters.
 private final class UncheckedParameters: @unchecked Sendable {
-    // @unchecked: only the worker's reply thread touches it.
-    var parameters: [ByteParameter] = []
+    // @unchecked: only the worker's reply thread touches it, so the
+    // runtime's exclusivity check (two calls per answer) is off for it.
+    @exclusivity(unchecked) var parameters: [ByteParameter] = []
 }
 
 /// Only the worker's reader thread (after the handshake) touches it.
