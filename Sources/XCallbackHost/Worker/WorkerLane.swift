@@ -25,8 +25,28 @@ final class WorkerLane: @unchecked Sendable {
     /// Where the call running now keeps its state (`ReplyTable`).
     @exclusivity(unchecked) private var replySlot = HostAPI.replies.takeSlot()
 
+    /// A registration the lane can run: its native handler and pattern.
+    private final class NativeRoute: Sendable {
+        let handler: NativeHandler
+        let pattern: String
+
+        init(handler: NativeHandler, pattern: String) {
+            self.handler = handler
+            self.pattern = pattern
+        }
+    }
+
+    /// By registration index; nil for a bound function. One reference per
+    /// request, where reading the registration itself copied its pattern's
+    /// strings and its handler (six retains).
+    private let routes: [NativeRoute?]
+
     init(endpoint: InProcessEndpoint) {
         self.endpoint = endpoint
+        routes = endpoint.plugin.registrations.map { registration in
+            guard case .native(let handler) = registration.handler else { return nil }
+            return NativeRoute(handler: handler, pattern: registration.pattern.text)
+        }
     }
 
     deinit {
@@ -39,12 +59,11 @@ final class WorkerLane: @unchecked Sendable {
     /// thread runs it (`runClaimed`): a thread that reads while another is
     /// stalled in a handler finds the lane busy.
     func claim(_ payload: UnsafeRawBufferPointer) -> Bool {
-        let registrations = endpoint.plugin.registrations
-        guard let handler = RequestFrame.handler(of: payload).map(Int.init), handler >= 0, handler < registrations.count,
-              case .native = registrations[handler].handler,
+        guard let handler = RequestFrame.handler(of: payload).map(Int.init), handler >= 0, handler < routes.count,
+              let route = routes[handler],
               busy.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged
         else { return false }
-        var filler = NativeRequestFiller(native, route: registrations[handler].pattern.text)
+        var filler = NativeRequestFiller(native, route: route.pattern)
         guard HostAPI.replies.readySlot(&replySlot) != nil, let (id, _) = RequestFrame.read(payload, into: &filler) else {
             busy.store(false, ordering: .releasing)
             return false
@@ -59,8 +78,8 @@ final class WorkerLane: @unchecked Sendable {
     /// Runs the request `claim` took, then frees the lane.
     func runClaimed(send: @escaping @Sendable (WorkerFrame) -> Void, output: any FrameOutput) {
         defer { busy.store(false, ordering: .releasing) }
-        guard case .native(let handler) = endpoint.plugin.registrations[claimed.handler].handler else { return }
-        call(handler, id: claimed.id, send: send, output: output)
+        guard let route = routes[claimed.handler] else { return }
+        call(route.handler, id: claimed.id, send: send, output: output)
     }
 
     /// Runs request `id` on handler `index`; false, having done nothing,
@@ -68,14 +87,13 @@ final class WorkerLane: @unchecked Sendable {
     /// lane in use).
     func run(id: UInt64, handler index: Int, fields: RequestFields, send: @escaping @Sendable (WorkerFrame) -> Void,
              output: any FrameOutput) -> Bool {
-        let registrations = endpoint.plugin.registrations
-        guard index >= 0, index < registrations.count, case .native(let handler) = registrations[index].handler,
+        guard index >= 0, index < routes.count, let route = routes[index],
               busy.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged
         else { return false }
         defer { busy.store(false, ordering: .releasing) }
         guard HostAPI.replies.readySlot(&replySlot) != nil else { return false }
-        native.refill(fields, route: registrations[index].pattern.text)
-        call(handler, id: id, send: send, output: output)
+        native.refill(fields, route: route.pattern)
+        call(route.handler, id: id, send: send, output: output)
         return true
     }
 
