@@ -103,6 +103,18 @@ public final class ReplyTable: Sendable {
 
     private let storage = Lock(Storage())
     private let lanes: SynchronousSlotTable
+    /// Each plug-in and route a lane call can name, numbered once (when a
+    /// lane learns its routes), so a lane's slot remembers a call as numbers.
+    private let callNames = Lock(CallNames())
+
+    private struct CallNames {
+        struct Name: Hashable {
+            var plugin: String
+            var route: String
+        }
+        var numbers: [Name: UInt32] = [:]
+        var names: [Name] = []
+    }
     /// The generation a new slot starts at: 0, but for a test of the wrap.
     private let firstGeneration: UInt32
 
@@ -189,11 +201,27 @@ public final class ReplyTable: Sendable {
         return slot
     }
 
+    /// The number a lane passes to `openSynchronous` for calls of `plugin`'s
+    /// route `route`. The names are kept for the host's life: a plug-in's
+    /// routes, however often it is reloaded, are a short list.
+    public func callName(plugin: String, route: String) -> UInt32 {
+        callNames.withLock { names in
+            let name = CallNames.Name(plugin: plugin, route: route)
+            if let number = names.numbers[name] { return number }
+            let number = UInt32(names.names.count)
+            names.names.append(name)
+            names.numbers[name] = number
+            return number
+        }
+    }
+
     /// Registers the call the lane's thread is about to make on its slot
-    /// (`readySlot`); end it with `endSynchronous` once the handler returns.
-    public func openSynchronous(on slot: SynchronousSlot, request: NativeRequest,
-                                call: SynchronousCall) -> xcallback_reply {
+    /// (`readySlot`), to the route `name` numbers (`callName`); end it with
+    /// `endSynchronous` once the handler returns.
+    public func openSynchronous(on slot: SynchronousSlot, request: NativeRequest, call: SynchronousCall,
+                                name: UInt32) -> xcallback_reply {
         let generation = slot.current.generation &+ 1
+        slot.record(generation: generation, requestID: call.id, name: name)
         // Identity first: the lane hands the same request every time, and
         // storing it again would retain and release it.
         if slot.request !== request { slot.request = request }
@@ -233,11 +261,7 @@ public final class ReplyTable: Sendable {
         if answer == .declined, let owner = call.owner {
             // The next route is tried now, as on the general path, not when
             // (or if) this handler returns; the lane finds the call over.
-            let deliver = storage.withLock { storage in
-                Self.remember(Completion(token: reply.token, requestID: call.id, plugin: call.plugin,
-                                         route: request.routeText), in: &storage)
-                return owner.takeOver(call, reply: reply)
-            }
+            let deliver = storage.withLock { _ in owner.takeOver(call, reply: reply) }
             slot.set(.init(generation: generation, phase: .idle))
             deliver(.declined)
             return .some(nil)
@@ -369,12 +393,13 @@ public final class ReplyTable: Sendable {
     /// The plug-in that owns a pending token, for log lines.
     public func plugin(of reply: xcallback_reply) -> String? {
         if let (number, generation) = Self.laneSlot(reply.token),
-           let plugin = lanes.withSlot(number, { slot -> String? in
-               guard let phase = slot.claim(generation: generation, when: { $0 != .idle }) else { return nil }
-               defer { slot.set(.init(generation: generation, phase: phase)) }
-               return slot.call.unsafelyUnwrapped.plugin
-           }), let plugin {
-            return plugin
+           let recorded = lanes.withSlot(number, { slot -> (requestID: UInt64, name: UInt32)? in
+               // Pending: not over, and not moved into the table (idle).
+               let now = slot.current
+               guard now.generation == generation, now.phase != .idle else { return nil }
+               return slot.recorded(generation: generation)
+           }), let recorded {
+            return names(recorded.name)?.plugin
         }
         return storage.withLock { storage in
             Self.liveIndex(reply.token, in: storage).flatMap { storage.slots[$0].entry?.plugin }
@@ -382,23 +407,22 @@ public final class ReplyTable: Sendable {
     }
 
     /// "plug-in 'x' … request 7 (route R)" for a token completed recently,
-    /// for log lines: a lane's call while its handler still runs, any other
+    /// for log lines: a lane's call while its slot remembers it, any other
     /// among the last `remembered` completions.
     public func describe(_ reply: xcallback_reply) -> String? {
         if let (number, generation) = Self.laneSlot(reply.token),
-           let described = lanes.withSlot(number, { slot -> Completion? in
-               guard let phase = slot.claim(generation: generation,
-                                            when: { $0 == .answered || $0 == .answeredInPlace }) else { return nil }
-               defer { slot.set(.init(generation: generation, phase: phase)) }
-               let call = slot.call.unsafelyUnwrapped
-               return Completion(token: reply.token, requestID: call.id, plugin: call.plugin,
-                                 route: slot.request.unsafelyUnwrapped.routeText)
-           }), let described {
-            return Self.text(of: described)
+           let recorded = lanes.withSlot(number, { $0.recorded(generation: generation) }), let recorded,
+           let name = names(recorded.name) {
+            return Self.text(of: Completion(token: reply.token, requestID: recorded.requestID, plugin: name.plugin,
+                                            route: name.route))
         }
         return storage.withLock { storage in
             storage.recent.lazy.compactMap({ $0 }).first(where: { $0.token == reply.token }).map(Self.text(of:))
         }
+    }
+
+    private func names(_ number: UInt32) -> CallNames.Name? {
+        callNames.withLock { names in Int(number) < names.names.count ? names.names[Int(number)] : nil }
     }
 
     /// Requests pending in the table: the general path's and promoted

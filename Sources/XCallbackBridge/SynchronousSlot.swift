@@ -64,9 +64,48 @@ public final class SynchronousSlot: @unchecked Sendable {
     @exclusivity(unchecked) var request: NativeRequest?
     @exclusivity(unchecked) var result: HandlerResult?
 
+    /// The slot's last `remembered` calls, each as three words: its
+    /// generation (0 while it is written), its request id, and its plug-in
+    /// and route (`ReplyTable.CallNames`). Plain numbers, written by the
+    /// lane as it opens a call, so any thread can read one without a claim
+    /// or a lock (`recorded`): a log line naming a call whose token comes
+    /// back after the lane has moved on, or a metrics scrape.
+    private let history: UnsafeMutablePointer<Atomic<UInt64>>
+    static let remembered = 32
+
     init(number: UInt32, generation: UInt32) {
         self.number = number
         word.store(Word(generation: generation, phase: .idle).raw, ordering: .relaxed)
+        history = .allocate(capacity: 3 * Self.remembered)
+        for index in 0..<3 * Self.remembered { (history + index).initialize(to: Atomic(0)) }
+    }
+
+    deinit {
+        history.deinitialize(count: 3 * Self.remembered)
+        history.deallocate()
+    }
+
+    /// Records the call of `generation` (the lane, as it opens it).
+    func record(generation: UInt32, requestID: UInt64, name: UInt32) {
+        let entry = history + 3 * (Int(generation) % Self.remembered)
+        // A sequence lock: the key is 0 while the entry changes.
+        entry[0].store(0, ordering: .relaxed)
+        atomicMemoryFence(ordering: .releasing)
+        entry[1].store(requestID, ordering: .relaxed)
+        entry[2].store(UInt64(name), ordering: .relaxed)
+        entry[0].store(UInt64(generation), ordering: .releasing)
+    }
+
+    /// The request id and names of the call of `generation`, while the
+    /// slot still remembers it.
+    func recorded(generation: UInt32) -> (requestID: UInt64, name: UInt32)? {
+        let entry = history + 3 * (Int(generation) % Self.remembered)
+        guard entry[0].load(ordering: .acquiring) == UInt64(generation) else { return nil }
+        let requestID = entry[1].load(ordering: .relaxed)
+        let name = UInt32(truncatingIfNeeded: entry[2].load(ordering: .relaxed))
+        atomicMemoryFence(ordering: .acquiring)
+        guard entry[0].load(ordering: .relaxed) == UInt64(generation) else { return nil }
+        return (requestID, name)
     }
 
     var current: Word { Word(word.load(ordering: .acquiring)) }

@@ -27,7 +27,8 @@ struct SynchronousSlotTests {
         let ready = try #require(table.readySlot(&slot))
         let native = request()
         native.assign(id: call.id)
-        return (table.openSynchronous(on: ready, request: native, call: call), ready)
+        return (table.openSynchronous(on: ready, request: native, call: call,
+                                      name: table.callName(plugin: "lane", route: "t://x-callback-url/t")), ready)
     }
 
     private func neverPromoted(_ call: SynchronousCall) -> ReplyTable.Delivery {

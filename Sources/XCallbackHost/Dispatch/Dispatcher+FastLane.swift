@@ -49,7 +49,7 @@ extension Dispatcher {
         let call = SynchronousCall(line: line, id: id, sequence: sequence, sink: sink,
                                    started: MonotonicClock.coarseNow, plugin: route.plugin, capture: lane.capture,
                                    owner: self)
-        let reply = HostAPI.replies.openSynchronous(on: slot, request: native, call: call)
+        let reply = HostAPI.replies.openSynchronous(on: slot, request: native, call: call, name: route.callName)
         lane.inFlight.store(reply.token &+ 1, ordering: .releasing)
         route.mark.whileRunning { route.function(native.opaque, reply, route.userData) }
         lane.inFlight.store(0, ordering: .releasing)

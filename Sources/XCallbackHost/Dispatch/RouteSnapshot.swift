@@ -1,4 +1,5 @@
 import CXCallback
+import XCallbackBridge
 import XCallbackMetrics
 import XCallbackRouting
 import XCallbackSystem
@@ -24,6 +25,9 @@ final class RouteSnapshot: Sendable {
         /// The pattern as registered (`request_route`), and its bytes.
         let pattern: String
         let patternBytes: [UInt8]
+        /// The plug-in and pattern as the reply table numbers them, for
+        /// log lines about a call's reply (`ReplyTable.callName`).
+        let callName: UInt32
 
         init(function: xcallback_handler, userData: UnsafeMutableRawPointer?, plugin: String, counts: PluginMetrics?,
              mark: PluginMark, pattern: String) {
@@ -35,6 +39,7 @@ final class RouteSnapshot: Sendable {
             self.mark = mark
             self.pattern = pattern
             patternBytes = Array(pattern.utf8)
+            callName = HostAPI.replies.callName(plugin: plugin, route: pattern)
         }
     }
 

@@ -29,10 +29,13 @@ final class WorkerLane: @unchecked Sendable {
     private final class NativeRoute: Sendable {
         let handler: NativeHandler
         let pattern: String
+        /// As the reply table numbers it (`ReplyTable.callName`).
+        let callName: UInt32
 
-        init(handler: NativeHandler, pattern: String) {
+        init(handler: NativeHandler, pattern: String, plugin: String) {
             self.handler = handler
             self.pattern = pattern
+            callName = HostAPI.replies.callName(plugin: plugin, route: pattern)
         }
     }
 
@@ -45,7 +48,7 @@ final class WorkerLane: @unchecked Sendable {
         self.endpoint = endpoint
         routes = endpoint.plugin.registrations.map { registration in
             guard case .native(let handler) = registration.handler else { return nil }
-            return NativeRoute(handler: handler, pattern: registration.pattern.text)
+            return NativeRoute(handler: handler, pattern: registration.pattern.text, plugin: endpoint.pluginName)
         }
     }
 
@@ -79,7 +82,7 @@ final class WorkerLane: @unchecked Sendable {
     func runClaimed(send: @escaping @Sendable (WorkerFrame) -> Void, output: any FrameOutput) {
         defer { busy.store(false, ordering: .releasing) }
         guard let route = routes[claimed.handler] else { return }
-        call(route.handler, id: claimed.id, send: send, output: output)
+        call(route, id: claimed.id, send: send, output: output)
     }
 
     /// Runs request `id` on handler `index`; false, having done nothing,
@@ -93,7 +96,7 @@ final class WorkerLane: @unchecked Sendable {
         defer { busy.store(false, ordering: .releasing) }
         guard HostAPI.replies.readySlot(&replySlot) != nil else { return false }
         native.refill(fields, route: route.pattern)
-        call(route.handler, id: id, send: send, output: output)
+        call(route, id: id, send: send, output: output)
         return true
     }
 
@@ -116,16 +119,16 @@ final class WorkerLane: @unchecked Sendable {
         if case .some(.some(let result)) = answer { send(.result(id: id, result: result)) }
     }
 
-    private func call(_ handler: NativeHandler, id: UInt64, send: @escaping @Sendable (WorkerFrame) -> Void,
+    private func call(_ route: NativeRoute, id: UInt64, send: @escaping @Sendable (WorkerFrame) -> Void,
                       output: any FrameOutput) {
         let native = self.native
         let call = SynchronousCall(line: UnsafeBufferPointer(start: nil, count: 0), id: id, sequence: 0, sink: nil,
                                    started: 0, plugin: endpoint.pluginName, capture: capture, owner: nil)
         // `claim` and `run` made sure of the slot.
         let slot = replySlot.unsafelyUnwrapped
-        let reply = HostAPI.replies.openSynchronous(on: slot, request: native, call: call)
+        let reply = HostAPI.replies.openSynchronous(on: slot, request: native, call: call, name: route.callName)
         running.store(reply.token &+ 1, ordering: .releasing)
-        handler.function(native.opaque, reply, handler.userData)
+        route.handler.function(native.opaque, reply, route.handler.userData)
         running.store(0, ordering: .releasing)
         let end = HostAPI.replies.endSynchronous(reply, on: slot) { _ in
             { result in send(.result(id: id, result: result)) }
