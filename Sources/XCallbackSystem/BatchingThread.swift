@@ -18,7 +18,10 @@ public protocol Flushable: AnyObject, Sendable {
 public enum BatchingThread {
     /// Per-thread list of writers with bytes pending.
     private final class Pending {
-        var writers: [Flushable] = []
+        // Only its own thread touches it (it is thread-local), so the
+        // runtime's exclusivity check, a dearer lookup than the list's own
+        // work for every record, is off.
+        @exclusivity(unchecked) var writers: [Flushable] = []
     }
 
     private static let key: pthread_key_t = {
@@ -42,9 +45,10 @@ public enum BatchingThread {
     /// batching thread; returns false elsewhere (the caller writes now).
     public static func deferFlush(_ writer: Flushable) -> Bool {
         guard let raw = pthread_getspecific(key) else { return false }
-        let pending = Unmanaged<Pending>.fromOpaque(raw).takeUnretainedValue()
-        if !pending.writers.contains(where: { $0 === writer }) {
-            pending.writers.append(writer)
+        Unmanaged<Pending>.fromOpaque(raw)._withUnsafeGuaranteedRef { pending in
+            if !pending.writers.contains(where: { $0 === writer }) {
+                pending.writers.append(writer)
+            }
         }
         return true
     }

@@ -53,7 +53,10 @@ public final class BufferedWriter: Flushable, @unchecked Sendable {
     /// Adds bytes; `fill` appends them to the buffer under the writer's lock,
     /// so callers that must keep an order among themselves can rely on it.
     public func append(_ fill: (inout [UInt8]) -> Void) {
-        let deferred = BatchingThread.isCurrent
+        // Asked first, in one look-up of the thread's list: a flush this
+        // append turns out not to need (a full buffer written at once, a
+        // closed writer) writes nothing.
+        let deferred = BatchingThread.deferFlush(self)
         var closedNow = false
         state.withLock { state in
             guard !state.closed else { return }
@@ -63,7 +66,6 @@ public final class BufferedWriter: Flushable, @unchecked Sendable {
             }
         }
         if closedNow { onClosed() }
-        if deferred { _ = BatchingThread.deferFlush(self) }
     }
 
     /// Whether a write has waited for its reader longer than `limit` ns.

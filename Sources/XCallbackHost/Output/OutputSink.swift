@@ -29,6 +29,11 @@ final class OutputSink: Sendable {
     /// (`emit(answered:_:)`): `url` records, in no particular order, written
     /// rather than opened or handed on.
     let takesBytes: Bool
+    /// Whether each record may be written as it comes, encoded by the
+    /// caller (`emit(answered:_:)`): no order to keep, nothing to open or
+    /// hand on. Kept, not worked out for each record (`receiver` is an
+    /// existential, copied to be compared with nil).
+    private let writesAsAnswered: Bool
     private let writer: any OutputWriter
     private let state = ConditionLock(State())
     /// Its input stream's lines (numbered by its input loop) and records:
@@ -78,7 +83,8 @@ final class OutputSink: Sendable {
         self.keepOrder = keepOrder
         self.opener = opener
         self.tally = tally
-        takesBytes = format == .url && !keepOrder && opener == nil && receiver == nil
+        writesAsAnswered = !keepOrder && opener == nil && receiver == nil
+        takesBytes = format == .url && writesAsAnswered
         input?.open(stream)
     }
 
@@ -122,7 +128,7 @@ final class OutputSink: Sendable {
     /// fast lane, from bytes). Not for a sink that keeps order or opens
     /// callbacks: those need the `OutcomeRecord`.
     func emit(answered kind: OutcomeKind, _ write: (inout [UInt8]) -> Void) {
-        precondition(!keepOrder && opener == nil && receiver == nil, "the record must go through emit(_:)")
+        precondition(writesAsAnswered, "the record must go through emit(_:)")
         let wake = state.withLock { state -> Bool in
             let wake = count(&state)
             tally.count(answered: kind)
