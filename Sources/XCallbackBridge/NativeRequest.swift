@@ -101,8 +101,8 @@ public final class NativeRequest: @unchecked Sendable {
             storage = UnsafeMutablePointer<CChar>.allocate(capacity: capacity)
         }
         fields = nil
-        argumentOffsets.removeAll(keepingCapacity: true)
-        parameterOffsets.removeAll(keepingCapacity: true)
+        argumentOffsets.removeAllKeepingStorage()
+        parameterOffsets.removeAllKeepingStorage()
         let bytes = UnsafeMutableRawPointer(storage).assumingMemoryBound(to: UInt8.self)
         guard let base = line.baseAddress else { return false }
         var cursor = 0

@@ -10,7 +10,7 @@
 /// when read, with ``decodeValue(_:in:into:)``.
 public struct RequestLine {
     /// `bytes[start..<end]` of the parsed line.
-    public struct Span: Sendable, Equatable {
+    public struct Span: Sendable, Equatable, BitwiseCopyable {
         public var start: Int
         public var end: Int
         public var count: Int { end - start }
@@ -18,7 +18,7 @@ public struct RequestLine {
     }
 
     /// One action parameter: its name is never escaped, its value may be.
-    public struct Parameter: Sendable, Equatable {
+    public struct Parameter: Sendable, Equatable, BitwiseCopyable {
         public var name: Span
         public var value: Span
     }
@@ -45,8 +45,8 @@ public struct RequestLine {
 
     /// Parses `bytes`; false when the line needs ``RequestURL`` (see the type).
     public mutating func parse(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        path.removeAll(keepingCapacity: true)
-        parameters.removeAll(keepingCapacity: true)
+        path.removeAllKeepingStorage()
+        parameters.removeAllKeepingStorage()
         source = nil
         success = nil
         error = nil
