@@ -78,8 +78,11 @@ public final class Plugin: @unchecked Sendable {
 final class HandlerBox: @unchecked Sendable {
     // @unchecked: the host API table is immutable and outlives the plug-in.
     let api: UnsafePointer<xcallback_host_api>
-    let route: Routes.Route
     let argumentNames: [String]
+    /// The route's body, taken apart once: matching the enum for every
+    /// call copies the closure out of it (a retain and a release).
+    private let handler: Handler?
+    private let asyncHandler: AsyncHandler?
     /// A request's storage a finished call left behind (nothing kept it),
     /// for the next call: most calls then allocate nothing for their request.
     /// An atomic exchange, not a lock: handlers of one route run on many
@@ -101,7 +104,10 @@ final class HandlerBox: @unchecked Sendable {
 
     init(api: UnsafePointer<xcallback_host_api>, route: Routes.Route) {
         self.api = api
-        self.route = route
+        switch route.body {
+        case .sync(let body): (handler, asyncHandler) = (body, nil)
+        case .async(let body): (handler, asyncHandler) = (nil, body)
+        }
         if case .pattern(let pattern) = route.form {
             argumentNames = PatternArguments.names(in: pattern)
         } else {
@@ -111,28 +117,33 @@ final class HandlerBox: @unchecked Sendable {
 }
 
 /// The one C function every Swift handler is registered with; `userData`
-/// says which Swift closure to run.
+/// is the route's box, which lives as long as the process: it is borrowed
+/// for the call, not retained.
 private let trampoline: xcallback_handler = { request, reply, userData in
-    let box = Unmanaged<HandlerBox>.fromOpaque(userData!).takeUnretainedValue()
-    let host = HostRequest(api: box.api, request: request, argumentNames: box.argumentNames)
-    switch box.route.body {
-    case .sync(let handler):
-        var borrowed = box.takeSpare().map { Request(borrowing: host, in: $0) }
-            ?? Request(borrowing: request, api: box.api, argumentNames: box.argumentNames)
-        let answer: Reply
-        do { answer = try handler(borrowed) } catch { answer = Reply.from(error) }
-        if let unused = borrowed.endBorrow() { box.keepSpare(unused) }
-        ReplySender(api: box.api).send(answer, to: reply)
-    case .async(let handler):
-        let api = box.api
-        let sender = ReplySender(api: api)
-        let borrowed = Request(borrowing: request, api: box.api, argumentNames: box.argumentNames)
-        borrowed.copyOut()
-        let copied = borrowed
-        Task {
+    Unmanaged<HandlerBox>.fromOpaque(userData!)._withUnsafeGuaranteedRef { $0.call(request, reply: reply) }
+}
+
+extension HandlerBox {
+    /// Runs the route's handler on `request` and completes `reply` with its answer.
+    func call(_ request: OpaquePointer?, reply: xcallback_reply) {
+        let host = HostRequest(api: api, request: request)
+        if let handler {
+            var borrowed = takeSpare().map { Request(borrowing: host, in: $0) }
+                ?? Request(borrowing: request, api: api, argumentNames: argumentNames)
             let answer: Reply
-            do { answer = try await handler(copied) } catch { answer = Reply.from(error) }
-            sender.send(answer, to: reply)
+            do { answer = try handler(borrowed) } catch { answer = Reply.from(error) }
+            if let unused = borrowed.endBorrow() { keepSpare(unused) }
+            ReplySender(api: api).send(answer, to: reply)
+        } else if let asyncHandler {
+            let sender = ReplySender(api: api)
+            let borrowed = Request(borrowing: request, api: api, argumentNames: argumentNames)
+            borrowed.copyOut()
+            let copied = borrowed
+            Task {
+                let answer: Reply
+                do { answer = try await asyncHandler(copied) } catch { answer = Reply.from(error) }
+                sender.send(answer, to: reply)
+            }
         }
     }
 }

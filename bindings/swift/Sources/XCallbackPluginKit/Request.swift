@@ -17,7 +17,7 @@ public struct Request: Sendable {
 
     /// A view of the host's request for the length of a handler call.
     init(borrowing request: OpaquePointer?, api: UnsafePointer<xcallback_host_api>, argumentNames: [String]) {
-        storage = RequestStorage(HostRequest(api: api, request: request, argumentNames: argumentNames))
+        storage = RequestStorage(HostRequest(api: api, request: request), argumentNames: argumentNames)
     }
 
     /// A view of the host's request in `storage`, a spare from an earlier call.
@@ -146,13 +146,14 @@ struct Fields: Sendable {
     var attempt: UInt32
 }
 
-/// The host's request behind a borrowed `Request`, read through the API table.
+/// The host's request behind a borrowed `Request`, read through the API
+/// table. Plain data, with nothing reference-counted: it is copied out of
+/// the storage's state for every read.
 struct HostRequest: @unchecked Sendable {
     // @unchecked: valid only while the handler runs; `Request.endBorrow`
     // copies it out before that ends.
     let api: UnsafePointer<xcallback_host_api>
     let request: OpaquePointer?
-    let argumentNames: [String]
 
     private static func text(_ pointer: UnsafePointer<CChar>?) -> String? { pointer.map { String(cString: $0) } }
 
@@ -179,7 +180,8 @@ struct HostRequest: @unchecked Sendable {
         return value.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: length), as: UTF8.self) }
     }
 
-    var fields: Fields {
+    /// Every field, copied; `argumentNames` are the route's (`:name`, `*`).
+    func fields(argumentNames: [String]) -> Fields {
         let table = api.pointee
         var parameters: [QueryParameter] = []
         let count = table.request_parameter_count(request)
@@ -211,9 +213,20 @@ final class RequestStorage: Sendable {
     }
 
     private let state: Mutex<State>
+    /// The names of the route's arguments, for copying a borrowed request
+    /// out. Kept here, not in `HostRequest`, so that reads copy no array;
+    /// a spare storage serves one route only, so they never change.
+    private let argumentNames: [String]
 
-    init(_ fields: Fields) { state = Mutex(.owned(fields)) }
-    init(_ host: HostRequest) { state = Mutex(.borrowed(host, copied: nil)) }
+    init(_ fields: Fields) {
+        state = Mutex(.owned(fields))
+        argumentNames = []
+    }
+
+    init(_ host: HostRequest, argumentNames: [String]) {
+        state = Mutex(.borrowed(host, copied: nil))
+        self.argumentNames = argumentNames
+    }
 
     /// Points a spare storage (no `Request` holds it) at a new call.
     func reset(to host: HostRequest) {
@@ -238,7 +251,7 @@ final class RequestStorage: Sendable {
             case .owned(let fields): return fields
             case .borrowed(_, let copied?): return copied
             case .borrowed(let host, nil):
-                let copied = host.fields
+                let copied = host.fields(argumentNames: argumentNames)
                 state = .borrowed(host, copied: copied)
                 return copied
             }
@@ -261,7 +274,7 @@ final class RequestStorage: Sendable {
             switch state {
             case .owned: return
             case .borrowed(_, let copied?): state = .owned(copied)
-            case .borrowed(let host, nil): state = .owned(host.fields)
+            case .borrowed(let host, nil): state = .owned(host.fields(argumentNames: argumentNames))
             }
         }
     }
