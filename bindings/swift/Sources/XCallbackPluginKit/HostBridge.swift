@@ -7,37 +7,58 @@ struct ReplySender: @unchecked Sendable {
     let api: UnsafePointer<xcallback_host_api>
 
     func send(_ answer: Reply, to reply: xcallback_reply) {
-        let table = api.pointee
         switch answer.kind {
         case .success(let parameters):
-            var bytes = 0
-            for parameter in parameters { bytes += parameter.name.utf8.count + parameter.value.utf8.count + 2 }
-            withUnsafeTemporaryAllocation(of: CChar.self, capacity: max(bytes, 1)) { text in
-                withUnsafeTemporaryAllocation(of: xcallback_param.self, capacity: max(parameters.count, 1)) { items in
-                    var cursor = 0
-                    func copy(_ string: String) -> UnsafePointer<CChar> {
-                        let start = text.baseAddress! + cursor
-                        var string = string
-                        let count = string.withUTF8 { utf8 -> Int in
-                            if let base = utf8.baseAddress { memcpy(start, base, utf8.count) }
-                            return utf8.count
-                        }
-                        start[count] = 0
-                        cursor += count + 1
-                        return UnsafePointer(start)
-                    }
-                    for (index, parameter) in parameters.enumerated() {
-                        items[index] = xcallback_param(name: copy(parameter.name), value: copy(parameter.value))
-                    }
-                    _ = table.reply_success(reply, items.baseAddress, parameters.count)
-                }
-            }
+            parameters.withUnsafeBufferPointer { sendSuccess($0, to: reply) }
         case .error(let code, let message, let domain):
-            _ = table.reply_error(reply, code, message, domain)
+            _ = api.pointee.reply_error(reply, code, message, domain)
         case .cancel:
-            _ = table.reply_cancel(reply)
+            _ = api.pointee.reply_cancel(reply)
         case .decline:
-            _ = table.reply_decline(reply)
+            _ = api.pointee.reply_decline(reply)
+        }
+    }
+
+    /// A success, its names and values copied as C strings into one buffer
+    /// on the stack. The parameters are read in place, where iterating the
+    /// array would copy each one (two retains and two releases).
+    private func sendSuccess(_ parameters: UnsafeBufferPointer<QueryParameter>, to reply: xcallback_reply) {
+        var bytes = 0
+        for index in parameters.indices {
+            bytes += parameters[index].name.utf8.count + parameters[index].value.utf8.count + 2
+        }
+        withUnsafeTemporaryAllocation(of: CChar.self, capacity: max(bytes, 1)) { text in
+            withUnsafeTemporaryAllocation(of: xcallback_param.self, capacity: max(parameters.count, 1)) { items in
+                var cursor = 0
+                func copy(_ string: String) -> UnsafePointer<CChar> {
+                    let start = text.baseAddress! + cursor
+                    let count = Self.copyUTF8(of: string, to: start)
+                    start[count] = 0
+                    cursor += count + 1
+                    return UnsafePointer(start)
+                }
+                for index in parameters.indices {
+                    items[index] = xcallback_param(name: copy(parameters[index].name), value: copy(parameters[index].value))
+                }
+                _ = api.pointee.reply_success(reply, items.baseAddress, parameters.count)
+            }
+        }
+    }
+
+    /// Copies `string`'s UTF-8 to `target`; returns how many bytes.
+    private static func copyUTF8(of string: String, to target: UnsafeMutablePointer<CChar>) -> Int {
+        // In place when the string is contiguous (nearly always), without
+        // the copy of the String that `withUTF8` (mutating) asks for.
+        if let count = string.utf8.withContiguousStorageIfAvailable({ utf8 -> Int in
+            if let base = utf8.baseAddress { memcpy(target, base, utf8.count) }
+            return utf8.count
+        }) {
+            return count
+        }
+        var string = string
+        return string.withUTF8 { utf8 in
+            if let base = utf8.baseAddress { memcpy(target, base, utf8.count) }
+            return utf8.count
         }
     }
 }
