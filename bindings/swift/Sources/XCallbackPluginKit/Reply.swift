@@ -3,7 +3,7 @@ import XCallbackParameters
 /// What a Swift handler answers. Errors may also be thrown: see `PluginError`.
 public struct Reply: Sendable, Equatable {
     enum Kind: Sendable, Equatable {
-        case success([QueryParameter])
+        case success(SuccessParameters)
         case error(code: String, message: String, domain: String?)
         case cancel
         case decline
@@ -14,12 +14,12 @@ public struct Reply: Sendable, Equatable {
     /// Success with output parameters, in the order written:
     /// `.success(["result": "6.2"])`.
     public static func success(_ parameters: KeyValuePairs<String, String> = [:]) -> Reply {
-        Reply(kind: .success(parameters.map { QueryParameter(name: $0.key, value: $0.value) }))
+        Reply(kind: .success(SuccessParameters(parameters)))
     }
 
     /// Success with output parameters built at run time.
     public static func success(_ parameters: [QueryParameter]) -> Reply {
-        Reply(kind: .success(parameters))
+        Reply(kind: .success(SuccessParameters(parameters)))
     }
 
     /// An error; `domain` defaults to the plug-in's name.
@@ -62,5 +62,44 @@ extension Reply {
         default:
             return .error(code: String(describing: type(of: error)), message: String(describing: error))
         }
+    }
+}
+
+/// A success's output parameters. The commonest answer has exactly one
+/// (`.success(["result": value])`); it is kept inline, since an array
+/// would be allocated and freed again for every reply.
+struct SuccessParameters: Sendable, Equatable {
+    private enum Storage: Sendable {
+        case one(QueryParameter)
+        case many([QueryParameter])
+    }
+
+    private let storage: Storage
+
+    init(_ pairs: KeyValuePairs<String, String>) {
+        if pairs.count == 1, let only = pairs.first {
+            storage = .one(QueryParameter(name: only.key, value: only.value))
+        } else {
+            storage = .many(pairs.map { QueryParameter(name: $0.key, value: $0.value) })
+        }
+    }
+
+    /// Parameters already in an array are kept as they are.
+    init(_ parameters: [QueryParameter]) {
+        storage = .many(parameters)
+    }
+
+    /// Runs `body` on the parameters, in order, where they are.
+    func withUnsafeBufferPointer<R>(_ body: (UnsafeBufferPointer<QueryParameter>) -> R) -> R {
+        switch storage {
+        case .one(let parameter):
+            return withUnsafePointer(to: parameter) { body(UnsafeBufferPointer(start: $0, count: 1)) }
+        case .many(let parameters):
+            return parameters.withUnsafeBufferPointer(body)
+        }
+    }
+
+    static func == (lhs: SuccessParameters, rhs: SuccessParameters) -> Bool {
+        lhs.withUnsafeBufferPointer { left in rhs.withUnsafeBufferPointer { left.elementsEqual($0) } }
     }
 }
