@@ -33,6 +33,26 @@ struct KitRequestTests {
         withExtendedLifetime(native) {}
     }
 
+    @Test("decimals read from the host's bytes are what Double(parameterValue:) gives")
+    func decimalsFromTheHostsBytes() throws {
+        let values = ["0.1", "-2.5e3", "007", "1e30", "123456789012345678901", "1e-400", "abc", "", "1e999", "+.5", "%"]
+        let native = NativeRequest(RequestFields(
+            url: "calc://x-callback-url/values", scheme: "calc", source: nil,
+            parameters: values.enumerated().map { QueryParameter("v\($0.offset)", $0.element) },
+            arguments: [], id: 1, attempt: 1), route: "calc://x-callback-url/values")
+        var request = Request(borrowing: native.opaque, api: HostAPI.table, argumentNames: [])
+        for (index, text) in values.enumerated() {
+            let expected = Double(parameterValue: text)
+            #expect((try? request.parameter("v\(index)", as: Double.self)) == expected, "\(text)")
+            #expect((try? request.optionalParameter("v\(index)", as: Double.self)) == expected, "\(text)")
+        }
+        #expect(throws: ParameterError.self) { try request.parameter("v6", as: Double.self) }
+        #expect(throws: ParameterError.self) { try request.parameter("missing", as: Double.self) }
+        #expect(try request.optionalParameter("missing", as: Double.self) == nil)
+        request.endBorrow()
+        withExtendedLifetime(native) {}
+    }
+
     @Test("a request the handler keeps is copied out when the handler returns")
     func keptRequestOutlivesTheHost() throws {
         var native: NativeRequest? = hostRequest()

@@ -89,7 +89,7 @@ extension Bool: ParameterValue {
 }
 
 /// `[+-]? digits [. digits] [(e|E) [+-]? digits]`, with at least one digit before the exponent.
-enum DecimalSyntax {
+package enum DecimalSyntax {
     /// The value of a decimal's text; nil when the text is not one
     /// (`isDecimal`).
     ///
@@ -108,7 +108,7 @@ enum DecimalSyntax {
 
     /// Clinger's fast path over valid decimal text; nil when the text is
     /// not valid or needs more than it.
-    static func quickDouble(_ bytes: UnsafeBufferPointer<UInt8>) -> Double? {
+    package static func quickDouble(_ bytes: UnsafeBufferPointer<UInt8>) -> Double? {
         var index = 0
         let count = bytes.count
         @inline(__always) func digit() -> UInt64? {

@@ -77,6 +77,9 @@ public struct Request: Sendable {
     /// (Inlinable, as the two below: specialized in the plug-in for `T`.)
     @inlinable
     public func parameter<T: ParameterValue>(_ name: String, as type: T.Type = T.self) throws(ParameterError) -> T {
+        // Decimals, the commonest typed parameter, first try the host's
+        // bytes, with no String made (`firstQuickDecimal`).
+        if T.self == Double.self, let value = storage.firstQuickDecimal(name) { return value as! T }
         guard let text = storage.firstValue(name) else {
             throw ParameterError(name: name, expected: T.parameterTypeDescription, problem: .missing)
         }
@@ -86,6 +89,7 @@ public struct Request: Sendable {
     /// An optional parameter converted to `T`; nil when absent.
     @inlinable
     public func optionalParameter<T: ParameterValue>(_ name: String, as type: T.Type = T.self) throws(ParameterError) -> T? {
+        if T.self == Double.self, let value = storage.firstQuickDecimal(name) { return value as? T }
         guard let text = storage.firstValue(name) else { return nil }
         return try Self.convert(text, name: name)
     }
@@ -174,10 +178,16 @@ struct HostRequest: @unchecked Sendable {
 
     /// The first value of `name`, by the host's own lookup.
     func firstValue(_ name: String) -> String? {
+        withFirstValue(name) { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// Runs `body` on the bytes of the first value of `name`, in the host's
+    /// memory; nil when there is none.
+    func withFirstValue<R>(_ name: String, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R? {
         var length = 0
         let value = name.withCString { api.pointee.request_parameter(request, $0, &length) }
-        // Values may hold NUL bytes (%00): copy by length, not to the first NUL.
-        return value.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: length), as: UTF8.self) }
+        // Values may hold NUL bytes (%00): read by length, not to the first NUL.
+        return value.map { body(UnsafeBufferPointer(start: UnsafeRawPointer($0).assumingMemoryBound(to: UInt8.self), count: length)) }
     }
 
     /// Every field, copied; `argumentNames` are the route's (`:name`, `*`).
@@ -265,6 +275,22 @@ final class RequestStorage: Sendable {
             case .owned(let fields): return fields.parameters.first(name)
             case .borrowed(_, let copied?): return copied.parameters.first(name)
             case .borrowed(let host, nil): return host.firstValue(name)
+            }
+        }
+    }
+
+    /// The first value of `name` as a `Double`, when it is a decimal that
+    /// takes the quick conversion (`DecimalSyntax.quickDouble`, which gives
+    /// what `Double(parameterValue:)` gives). Read from the host's bytes,
+    /// it costs no String; nil leaves the caller to take the general way,
+    /// which also says what is wrong with the value.
+    @usableFromInline
+    func firstQuickDecimal(_ name: String) -> Double? {
+        state.withLock { state in
+            switch state {
+            case .owned(let fields): return fields.parameters.first(name).flatMap(Double.init(parameterValue:))
+            case .borrowed(_, let copied?): return copied.parameters.first(name).flatMap(Double.init(parameterValue:))
+            case .borrowed(let host, nil): return host.withFirstValue(name, DecimalSyntax.quickDouble) ?? nil
             }
         }
     }
