@@ -145,7 +145,9 @@ public final class NativeRequest: @unchecked Sendable {
             cursor += 1
             parameterOffsets.append(Parameter(name: name, value: value, valueLength: count))
         }
-        self.routeText = route
+        // A lane takes the same few routes over and over: keeping the
+        // String it holds spares a retain and a release.
+        if routeText != route { routeText = route }
         return true
     }
 
