@@ -76,19 +76,25 @@ struct LaneRaceTests {
         }
     }
 
+    /// Runs `lines` through `host`: each gets exactly its expected record,
+    /// and no completion is refused as a second one.
+    private static func expectOneRecordEach(_ lines: [(line: String, expected: String)], from host: HostFixture) throws {
+        let result = try host.run([], lines: lines.map(\.line), timeout: TestTiming.scaled(120))
+        #expect(result.status == .exited(0), "stderr: \(result.stderr)")
+        #expect(!looksLikeACrash(result.stderr), "stderr: \(result.stderr)")
+        let records = recordsByLine(result.stdout)
+        let wrong = lines.indices.filter { records[$0] != [lines[$0].expected] }
+        #expect(wrong.isEmpty, "\(wrong.count) lines: \(wrong.prefix(5).map { (lines[$0].line, records[$0] ?? []) })")
+        #expect(result.lines.count == lines.count)
+        #expect(!result.stderr.contains("already completed"), "stderr: \(result.stderr)")
+    }
+
     @Test("completions from other threads, racing the handler's return: one record each",
           .scaledTimeLimit(minutes: 3), arguments: ["none", "process"])
     func completionsFromOtherThreads(isolation: String) throws {
         let host = try Self.fixture(isolation: isolation)
         let lines = Self.mixed(count: 400, maxDelay: 300)
-        let result = try host.run([], lines: lines.map(\.line), timeout: TestTiming.scaled(120))
-        #expect(result.status == .exited(0), "stderr: \(result.stderr)")
-        #expect(!looksLikeACrash(result.stderr), "stderr: \(result.stderr)")
-        let records = Self.recordsByLine(result.stdout)
-        let wrong = lines.indices.filter { records[$0] != [lines[$0].expected] }
-        #expect(wrong.isEmpty, "\(wrong.count) lines: \(wrong.prefix(5).map { (lines[$0].line, records[$0] ?? []) })")
-        #expect(result.lines.count == lines.count)
-        #expect(!result.stderr.contains("already completed"), "stderr: \(result.stderr)")
+        try Self.expectOneRecordEach(lines, from: host)
     }
 
     @Test("completions racing a short Timeout: one record each, late ones refused",
@@ -130,14 +136,7 @@ struct LaneRaceTests {
                 lines.append((Self.line(index + 3, "other?how=d&us=\(us)&hold=\(hold)"), "ok://r&by=fallback"))
             }
         }
-        let result = try host.run([], lines: lines.map(\.line), timeout: TestTiming.scaled(120))
-        #expect(result.status == .exited(0), "stderr: \(result.stderr)")
-        #expect(!looksLikeACrash(result.stderr), "stderr: \(result.stderr)")
-        let records = Self.recordsByLine(result.stdout)
-        let wrong = lines.indices.filter { records[$0] != [lines[$0].expected] }
-        #expect(wrong.isEmpty, "\(wrong.count) lines: \(wrong.prefix(5).map { (lines[$0].line, records[$0] ?? []) })")
-        #expect(result.lines.count == lines.count)
-        #expect(!result.stderr.contains("already completed"), "stderr: \(result.stderr)")
+        try Self.expectOneRecordEach(lines, from: host)
     }
 
     @Test("a metrics scrape reading the slots leaves the records byte for byte as they were",

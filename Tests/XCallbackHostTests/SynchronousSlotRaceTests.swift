@@ -11,33 +11,14 @@ import XCallbackURL
 /// decline from another thread racing every other party.
 @Suite("Synchronous reply slots, adversarial", .ownThreads)
 struct SynchronousSlotRaceTests {
-    private let capture = ReplyCapture()
-
-    private func request() -> NativeRequest {
-        NativeRequest(RequestFields(url: "t://x-callback-url/t", scheme: "t", source: nil, parameters: [], arguments: []),
-                      route: "t://x-callback-url/t")
-    }
-
-    private func call(id: UInt64 = 7, started: UInt64 = 100, owner: (any SynchronousCallOwner)? = nil) -> SynchronousCall {
-        SynchronousCall(line: UnsafeBufferPointer(start: nil, count: 0), id: id, sequence: 0, sink: nil,
-                        started: started, plugin: "lane", capture: capture, owner: owner)
-    }
-
-    private func open(_ table: ReplyTable, _ slot: inout SynchronousSlot?, call: SynchronousCall) throws
-        -> (xcallback_reply, SynchronousSlot) {
-        let ready = try #require(table.readySlot(&slot))
-        let native = request()
-        native.assign(id: call.id)
-        return (table.openSynchronous(on: ready, request: native, call: call,
-                                      name: table.callName(plugin: "lane", route: "t://x-callback-url/t")), ready)
-    }
+    private let lane = LaneCalls()
 
     @Test("a second completion once the lane has ended the call still names it",
           arguments: [true, false])
     func secondCompletionAfterTheLaneEnded(inPlace: Bool) throws {
         let table = ReplyTable()
         var slot = table.takeSlot()
-        let (reply, ready) = try open(table, &slot, call: call())
+        let (reply, ready) = try lane.open(table, &slot, call: lane.call())
         if inPlace {
             #expect(table.completeInPlace(reply) { $0.captureCancel(); return true } == true)
         } else {
@@ -48,7 +29,7 @@ struct SynchronousSlotRaceTests {
         #expect(table.complete(reply) { _, _ in .outcome(.cancel) } == .alreadyCompleted)
         #expect(table.describe(reply) == "plug-in 'lane' completed request 7 (route t://x-callback-url/t)")
         // And after the lane's next call on the same slot.
-        let (next, again) = try open(table, &slot, call: call(id: 8))
+        let (next, again) = try lane.open(table, &slot, call: lane.call(id: 8))
         _ = table.completeInPlace(next) { $0.captureCancel(); return true }
         _ = table.endSynchronous(next, on: again) { _ in { _ in } }
         #expect(table.complete(reply) { _, _ in .outcome(.cancel) } == .alreadyCompleted)
@@ -59,7 +40,7 @@ struct SynchronousSlotRaceTests {
     func secondCompletionAfterTheTimerAnswered() throws {
         let table = ReplyTable()
         var slot = table.takeSlot()
-        let (reply, ready) = try open(table, &slot, call: call(started: 1))
+        let (reply, ready) = try lane.open(table, &slot, call: lane.call(started: 1))
         #expect(table.completeInPlace(reply) { $0.captureCancel(); return true } == true)
         #expect(table.promoteSynchronous(reply, startedBefore: 1) { _ in { _ in } } == .some(.outcome(.cancel)))
         _ = table.endSynchronous(reply, on: ready) { _ in { _ in } }
@@ -72,7 +53,7 @@ struct SynchronousSlotRaceTests {
         let table = ReplyTable()
         var first = table.takeSlot()
         let kept = Recorder()
-        let (old, ready) = try open(table, &first, call: call(id: 1))
+        let (old, ready) = try lane.open(table, &first, call: lane.call(id: 1))
         guard case .promoted = table.endSynchronous(old, on: ready, promote: { _ in { kept.record($0) } }) else {
             Issue.record("not promoted")
             return
@@ -81,7 +62,7 @@ struct SynchronousSlotRaceTests {
         table.giveBack(ready)
         var second = table.takeSlot()
         #expect(second === ready)
-        let (new, again) = try open(table, &second, call: call(id: 2))
+        let (new, again) = try lane.open(table, &second, call: lane.call(id: 2))
         #expect(new.token != old.token)
         #expect(table.plugin(of: old) == "lane")
         #expect(table.complete(old) { _, _ in .outcome(.cancel) } == nil)
@@ -102,7 +83,7 @@ struct SynchronousSlotRaceTests {
         let table = ReplyTable()
         var slot = table.takeSlot()
         for round in 0..<20 {
-            let (reply, ready) = try open(table, &slot, call: call(id: UInt64(round)))
+            let (reply, ready) = try lane.open(table, &slot, call: lane.call(id: UInt64(round)))
             #expect(table.completeInPlace(reply) { $0.captureCancel(); return true } == true)
             let stop = Lock(false)
             let refused = Lock(0)
@@ -144,7 +125,7 @@ struct SynchronousSlotRaceTests {
         #expect(table.readySlot(&none) == nil)
         // The last slot's token is the highest a lane can hand out.
         var last: SynchronousSlot? = taken.last
-        let (reply, ready) = try open(table, &last, call: call())
+        let (reply, ready) = try lane.open(table, &last, call: lane.call())
         #expect(reply.token & 0x7FFF_FFFF == UInt64(taken.count - 1))
         #expect(table.complete(reply) { _, _ in .outcome(.cancel) } == nil)
         guard case .completed = table.endSynchronous(reply, on: ready, promote: { _ in { _ in } }) else {
@@ -157,7 +138,7 @@ struct SynchronousSlotRaceTests {
         table.giveBack(taken[17])
         var again = table.takeSlot()
         #expect(again === taken[17])
-        let (next, _) = try open(table, &again, call: call(id: 8))
+        let (next, _) = try lane.open(table, &again, call: lane.call(id: 8))
         #expect(table.completeInPlace(next) { $0.captureCancel(); return true } == true)
     }
 
@@ -169,7 +150,10 @@ struct SynchronousSlotRaceTests {
         }
     }
 
-    @Test("a decline from another thread racing completions, the timer, scrapes and the lane's end: one outcome",
+    /// The race of every party (with `SynchronousSlotTests`' single steps):
+    /// in even rounds the timer races the handler's completions and
+    /// declines, and the lane ends after; in odd rounds the lane's end does.
+    @Test("completions and declines from other threads, the timer, scrapes and the lane's end: one outcome",
           .timeLimit(.minutes(2)))
     func racingDecline() throws {
         let table = ReplyTable()
@@ -177,7 +161,7 @@ struct SynchronousSlotRaceTests {
         for round in 0..<400 {
             let owner = Owner()
             let promoted = Recorder()
-            let (reply, ready) = try open(table, &slot, call: call(id: UInt64(round), started: 1, owner: owner))
+            let (reply, ready) = try lane.open(table, &slot, call: lane.call(id: UInt64(round), started: 1, owner: owner))
             let accepted = Lock(0)
             let timerAnswer = Lock<HandlerResult?>(nil)
             let laneEnd = Lock<ReplyTable.SynchronousEnd?>(nil)
