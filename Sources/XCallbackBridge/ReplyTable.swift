@@ -261,7 +261,8 @@ public final class ReplyTable: Sendable {
         if answer == .declined, let owner = call.owner {
             // The next route is tried now, as on the general path, not when
             // (or if) this handler returns; the lane finds the call over.
-            let deliver = storage.withLock { _ in owner.takeOver(call, reply: reply) }
+            // The claim keeps every other party out; the table is not involved.
+            let deliver = owner.takeOver(call, reply: reply)
             slot.set(.init(generation: generation, phase: .idle))
             deliver(.declined)
             return .some(nil)
@@ -310,9 +311,11 @@ public final class ReplyTable: Sendable {
     /// the lane's token.
     private func moveToTable(_ reply: xcallback_reply, on slot: SynchronousSlot, with promote: (SynchronousCall) -> Delivery) {
         let call = slot.call.unsafelyUnwrapped
-        let request = slot.request.unsafelyUnwrapped
+        // Built before the lock: the claim keeps completions out until the
+        // entry is there, and the general path's side takes locks of its own.
+        let entry = Entry(request: slot.request.unsafelyUnwrapped, plugin: call.plugin, deliver: promote(call),
+                          laneToken: reply.token)
         storage.withLock { storage in
-            let entry = Entry(request: request, plugin: call.plugin, deliver: promote(call), laneToken: reply.token)
             storage.forwarded[reply.token] = Self.open(entry, in: &storage, firstGeneration)
         }
     }
