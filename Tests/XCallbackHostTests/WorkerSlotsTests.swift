@@ -229,7 +229,7 @@ struct WorkerSlotsTests {
         (request.successCount, request.errorCount, request.cancelCount) = (3, 2, 4)
         func callback(_ kind: OutcomeKind) -> String? {
             request.callbacks.withUnsafeBufferPointer { bytes in
-                request.callback(for: kind, in: bytes).map { String(decoding: $0, as: UTF8.self) }
+                WorkerSlots.NamedCallbacks(request).callback(for: kind, in: bytes).map { String(decoding: $0, as: UTF8.self) }
             }
         }
         #expect(callback(.success) == "SSS" && callback(.error) == "EE" && callback(.cancel) == "CCCC")

@@ -115,12 +115,6 @@ extension WorkerSlots.Request {
             return body(url.assumingMemoryBound(to: UInt8.self))
         }
     }
-
-    /// The decoded callback for an answer of `kind`, if the line named one
-    /// that is not empty (`OutcomeKind.callback` decides which).
-    func callback(for kind: OutcomeKind, in bytes: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<UInt8>? {
-        WorkerSlots.NamedCallbacks(self).callback(for: kind, in: bytes)
-    }
 }
 
 extension WorkerSlots {

@@ -47,19 +47,15 @@ struct ReplySender: @unchecked Sendable {
 
     /// Copies `string`'s UTF-8 to `target`; returns how many bytes.
     private static func copyUTF8(of string: String, to target: UnsafeMutablePointer<CChar>) -> Int {
+        func copy(_ utf8: UnsafeBufferPointer<UInt8>) -> Int {
+            if let base = utf8.baseAddress { memcpy(target, base, utf8.count) }
+            return utf8.count
+        }
         // In place when the string is contiguous (nearly always), without
         // the copy of the String that `withUTF8` (mutating) asks for.
-        if let count = string.utf8.withContiguousStorageIfAvailable({ utf8 -> Int in
-            if let base = utf8.baseAddress { memcpy(target, base, utf8.count) }
-            return utf8.count
-        }) {
-            return count
-        }
+        if let count = string.utf8.withContiguousStorageIfAvailable(copy) { return count }
         var string = string
-        return string.withUTF8 { utf8 in
-            if let base = utf8.baseAddress { memcpy(target, base, utf8.count) }
-            return utf8.count
-        }
+        return string.withUTF8(copy)
     }
 }
 
