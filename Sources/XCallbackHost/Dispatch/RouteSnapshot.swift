@@ -9,8 +9,9 @@ import XCallbackSystem
 /// runs in this process. Immutable; the registry builds a new one after a
 /// change, and a lane swaps its copy when the registry's generation moves.
 final class RouteSnapshot: Sendable {
-    /// A route whose handler the fast lane may call directly. A class, so
-    /// taking one for a request is one reference, not one per field.
+    /// A route whose handler a fast lane (an input stream's, or a worker's,
+    /// `WorkerLane`) may call directly. A class, so taking one for a
+    /// request is one reference, not one per field.
     final class NativeRoute: @unchecked Sendable {
         // @unchecked: the plug-in promises (xcallback.h) that its handlers
         // may be called on any thread.

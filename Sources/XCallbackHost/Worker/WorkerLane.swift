@@ -25,30 +25,20 @@ final class WorkerLane: @unchecked Sendable {
     /// Where the call running now keeps its state (`ReplyTable`).
     @exclusivity(unchecked) private var replySlot = HostAPI.replies.takeSlot()
 
-    /// A registration the lane can run: its native handler and pattern.
-    private final class NativeRoute: Sendable {
-        let handler: NativeHandler
-        let pattern: String
-        /// As the reply table numbers it (`ReplyTable.callName`).
-        let callName: UInt32
-
-        init(handler: NativeHandler, pattern: String, plugin: String) {
-            self.handler = handler
-            self.pattern = pattern
-            callName = HostAPI.replies.callName(plugin: plugin, route: pattern)
-        }
-    }
-
     /// By registration index; nil for a bound function. One reference per
     /// request, where reading the registration itself copied its pattern's
     /// strings and its handler (six retains).
-    private let routes: [NativeRoute?]
+    private let routes: [RouteSnapshot.NativeRoute?]
 
     init(endpoint: InProcessEndpoint) {
         self.endpoint = endpoint
         routes = endpoint.plugin.registrations.map { registration in
             guard case .native(let handler) = registration.handler else { return nil }
-            return NativeRoute(handler: handler, pattern: registration.pattern.text, plugin: endpoint.pluginName)
+            // The host's lane's kind of route, without counts: a worker's
+            // host counts its requests.
+            return RouteSnapshot.NativeRoute(function: handler.function, userData: handler.userData,
+                                             plugin: endpoint.pluginName, counts: nil, mark: endpoint.plugin.mark,
+                                             pattern: registration.pattern.text)
         }
     }
 
@@ -119,7 +109,7 @@ final class WorkerLane: @unchecked Sendable {
         if case .some(.some(let result)) = answer { send(.result(id: id, result: result)) }
     }
 
-    private func call(_ route: NativeRoute, id: UInt64, send: @escaping @Sendable (WorkerFrame) -> Void,
+    private func call(_ route: RouteSnapshot.NativeRoute, id: UInt64, send: @escaping @Sendable (WorkerFrame) -> Void,
                       output: any FrameOutput) {
         let native = self.native
         let call = SynchronousCall(line: UnsafeBufferPointer(start: nil, count: 0), id: id, sequence: 0, sink: nil,
@@ -128,7 +118,7 @@ final class WorkerLane: @unchecked Sendable {
         let slot = replySlot.unsafelyUnwrapped
         let reply = HostAPI.replies.openSynchronous(on: slot, request: native, call: call, name: route.callName)
         running.store(reply.token &+ 1, ordering: .releasing)
-        route.handler.function(native.opaque, reply, route.handler.userData)
+        route.function(native.opaque, reply, route.userData)
         running.store(0, ordering: .releasing)
         let end = HostAPI.replies.endSynchronous(reply, on: slot) { _ in
             { result in send(.result(id: id, result: result)) }
