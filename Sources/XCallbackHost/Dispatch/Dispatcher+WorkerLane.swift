@@ -49,10 +49,14 @@ extension Dispatcher: WorkerLaneOwner {
         let sink = request.sink!
         let named = WorkerSlots.NamedCallbacks(request)
         request.callbacks.withUnsafeBufferPointer { callbacks in
-            request.withLine { line in
-                end(answer, of: SlotRequest(sequence: sequence, sink: sink, callbacks: callbacks, named: named,
-                                            line: line, dispatcher: self, counts: counts, startedAt: started))
+            func end(line: UnsafeBufferPointer<UInt8>) {
+                self.end(answer, of: SlotRequest(sequence: sequence, sink: sink, callbacks: callbacks, named: named,
+                                                 line: line, dispatcher: self, counts: counts, startedAt: started))
             }
+            // The frame only for a record that shows the line: its buffer is
+            // the input thread's to fill next, and reading it here would
+            // pull its cache lines over to this core for nothing.
+            if keepsInput { request.withLine(end(line:)) } else { end(line: UnsafeBufferPointer(start: nil, count: 0)) }
         }
     }
 

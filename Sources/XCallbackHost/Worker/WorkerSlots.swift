@@ -31,6 +31,10 @@ final class WorkerSlots: @unchecked Sendable {
         /// which the general path takes the line as read if it takes the
         /// request over (an error, a decline, a timeout, a crash).
         var frame: [UInt8] = []
+        /// `frame`'s capacity, noted as the slot is published: the reply
+        /// thread reads it here, with the rest, and leaves the frame's
+        /// buffer alone (in the input thread's cache, for the next fill).
+        var frameCapacity = 0
         /// The decoded `x-success`, `x-error` and `x-cancel`, back to back.
         var callbacks: [UInt8] = []
         var successCount = 0
@@ -100,9 +104,11 @@ final class WorkerSlots: @unchecked Sendable {
     /// Makes the filled slot of `id`, sent at `started`, visible to the
     /// other threads.
     func publish(_ id: UInt64, started: UInt64) {
+        let index = Int(id & Self.mask)
+        requests[index].frameCapacity = requests[index].frame.capacity
         outstanding.add(1, ordering: .sequentiallyConsistent)
-        startTimes[Int(id & Self.mask)].store(started, ordering: .relaxed)
-        states[Int(id & Self.mask)].store(id, ordering: .releasing)
+        startTimes[index].store(started, ordering: .relaxed)
+        states[index].store(id, ordering: .releasing)
     }
 
     /// When request `id` was sent (its slot's time, whoever holds it now).
@@ -139,7 +145,10 @@ final class WorkerSlots: @unchecked Sendable {
                 let result = body(&requests[index], current & Self.returnedBit != 0)
                 requests[index].sink = nil
                 // A long line's room is not kept for the worker's life.
-                if requests[index].frame.capacity > Self.keptBytes { requests[index].frame = [] }
+                if requests[index].frameCapacity > Self.keptBytes {
+                    requests[index].frame = []
+                    requests[index].frameCapacity = 0
+                }
                 if requests[index].callbacks.capacity > Self.keptBytes { requests[index].callbacks = [] }
                 states[index].store(0, ordering: .releasing)
                 outstanding.subtract(1, ordering: .releasing)
