@@ -90,8 +90,10 @@ public final class NativeRequest: @unchecked Sendable {
     /// read, the lowercased scheme, `x-source` and every parameter decoded.
     /// A route the lane takes is all literals, so there are no arguments.
     /// Returns false, leaving it unusable until the next fill, when a value
-    /// does not decode (the general path then reports why).
-    public func fill(line: UnsafeBufferPointer<UInt8>, parsed: RequestLine, route: String, routeBytes: UnsafeBufferPointer<UInt8>) -> Bool {
+    /// does not decode (the general path then reports why). `parsed` is
+    /// read in place (`FastLane.parsedLine`).
+    public func fill(line: UnsafeBufferPointer<UInt8>, parsed: UnsafePointer<RequestLine>, route: String,
+                     routeBytes: UnsafeBufferPointer<UInt8>) -> Bool {
         // Room for every part, and for the decoder's whole-word copies past
         // the end of the value it writes (at most the rest of the line).
         let needed = 4 * line.count + routeBytes.count + 64
@@ -112,7 +114,7 @@ public final class NativeRequest: @unchecked Sendable {
         bytes[line.count] = 0
         cursor = line.count + 1
         schemeOffset = cursor
-        for index in parsed.scheme.start..<parsed.scheme.end {
+        for index in parsed.pointee.scheme.start..<parsed.pointee.scheme.end {
             let byte = base[index]
             bytes[cursor] = byte.asciiLowercased
             cursor += 1
@@ -125,14 +127,15 @@ public final class NativeRequest: @unchecked Sendable {
         bytes[cursor] = 0
         cursor += 1
         sourceOffset = nil
-        if let source = parsed.source {
+        if let source = parsed.pointee.source {
             guard let count = RequestLine.decodeValue(source, in: line, into: bytes + cursor) else { return false }
             sourceOffset = cursor
             cursor += count
             bytes[cursor] = 0
             cursor += 1
         }
-        for parameter in parsed.parameters {
+        for index in 0..<parsed.pointee.parameters.count {
+            let parameter = parsed.pointee.parameters[index]
             let name = cursor
             (bytes + cursor).update(from: base + parameter.name.start, count: parameter.name.count)
             cursor += parameter.name.count

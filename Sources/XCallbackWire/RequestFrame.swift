@@ -138,16 +138,17 @@ extension RequestFrame {
     /// literals, so there are no route arguments; the attempt is the first.
     /// `requestID` is asked for only once every value decoded. Returns
     /// false, with `output` as it was, when a value does not decode (the
-    /// general path then says why).
-    public static func writeLine(id: UInt64, handler: UInt32, line: UnsafeBufferPointer<UInt8>, parsed: RequestLine,
-                                 requestID: () -> UInt64, into output: inout [UInt8]) -> Bool {
+    /// general path then says why). `parsed` is read in place.
+    public static func writeLine(id: UInt64, handler: UInt32, line: UnsafeBufferPointer<UInt8>,
+                                 parsed: UnsafePointer<RequestLine>, requestID: () -> UInt64,
+                                 into output: inout [UInt8]) -> Bool {
         guard let base = line.baseAddress else { return false }
         let start = output.count
         // Room for the fixed fields, the URL, the scheme, the source and
         // the parameters (together no longer than the line, each with its
         // length), and for the decoder's whole-word copies past the end of
         // a value (at most the rest of the line).
-        let room = 64 + 8 * parsed.parameters.count + 5 * line.count
+        let room = 64 + 8 * parsed.pointee.parameters.count + 5 * line.count
         output.append(contentsOf: repeatElement(0, count: room))
         let written = output.withUnsafeMutableBufferPointer { buffer -> Int? in
             let frame = buffer.baseAddress! + start
@@ -173,20 +174,21 @@ extension RequestFrame {
             integer(id)
             integer(handler)
             bytes(from: 0, count: line.count)
-            bytes(from: parsed.scheme.start, count: parsed.scheme.count)
-            for index in parsed.scheme.start..<parsed.scheme.end {
+            bytes(from: parsed.pointee.scheme.start, count: parsed.pointee.scheme.count)
+            for index in parsed.pointee.scheme.start..<parsed.pointee.scheme.end {
                 let byte = base[index]
-                frame[cursor - parsed.scheme.end + index] = byte.asciiLowercased
+                frame[cursor - parsed.pointee.scheme.end + index] = byte.asciiLowercased
             }
-            if let source = parsed.source {
+            if let source = parsed.pointee.source {
                 integer(UInt8(1))
                 guard decoded(source) else { return nil }
             } else {
                 integer(UInt8(0))
                 integer(UInt32(0))
             }
-            integer(UInt32(truncatingIfNeeded: parsed.parameters.count))
-            for parameter in parsed.parameters {
+            integer(UInt32(truncatingIfNeeded: parsed.pointee.parameters.count))
+            for index in 0..<parsed.pointee.parameters.count {
+                let parameter = parsed.pointee.parameters[index]
                 bytes(from: parameter.name.start, count: parameter.name.count)
                 guard decoded(parameter.value) else { return nil }
             }

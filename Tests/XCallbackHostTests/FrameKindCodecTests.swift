@@ -39,7 +39,7 @@ struct FrameKindCodecTests {
             var parsed = RequestLine()
             let written = Array(text.utf8).withUnsafeBufferPointer { line in
                 parsed.parse(line)
-                    && RequestFrame.writeLine(id: 7, handler: 2, line: line, parsed: parsed, requestID: { 41 }, into: &lane)
+                    && RequestFrame.writeLine(id: 7, handler: 2, line: line, parsed: &parsed, requestID: { 41 }, into: &lane)
             }
             #expect(written)
             #expect(Array(lane.dropFirst(2)) == general, "\(text)")
@@ -71,7 +71,7 @@ struct FrameKindCodecTests {
             var lane: [UInt8] = []
             let laneWrote = bytes.withUnsafeBufferPointer { buffer in
                 parsed.parse(buffer)
-                    && RequestFrame.writeLine(id: 3, handler: 1, line: buffer, parsed: parsed, requestID: { 77 }, into: &lane)
+                    && RequestFrame.writeLine(id: 3, handler: 1, line: buffer, parsed: &parsed, requestID: { 77 }, into: &lane)
             }
             guard laneWrote else {
                 #expect(lane.isEmpty, "\(line)")
@@ -113,7 +113,7 @@ struct FrameKindCodecTests {
         var parsed = RequestLine()
         let written = Array(text.utf8).withUnsafeBufferPointer { line in
             parsed.parse(line)
-                && RequestFrame.writeLine(id: 7, handler: 2, line: line, parsed: parsed,
+                && RequestFrame.writeLine(id: 7, handler: 2, line: line, parsed: &parsed,
                                           requestID: { asked = true; return 1 }, into: &output)
         }
         #expect(!written && !asked)

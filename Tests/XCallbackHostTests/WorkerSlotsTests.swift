@@ -57,7 +57,7 @@ struct WorkerSlotsTests {
         var parsed = RequestLine()
         let written = line.withUnsafeBufferPointer { line in
             parsed.parse(line)
-                && RequestFrame.writeLine(id: id, handler: 0, line: line, parsed: parsed, requestID: { id }, into: &frame)
+                && RequestFrame.writeLine(id: id, handler: 0, line: line, parsed: &parsed, requestID: { id }, into: &frame)
         }
         precondition(written)
         return frame

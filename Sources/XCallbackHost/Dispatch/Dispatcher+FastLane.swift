@@ -39,7 +39,7 @@ extension Dispatcher {
         else { return false }
         let native = lane.native
         let filled = route.patternBytes.withUnsafeBufferPointer { pattern in
-            native.fill(line: line, parsed: lane.line, route: route.pattern, routeBytes: pattern)
+            native.fill(line: line, parsed: lane.parsedLine, route: route.pattern, routeBytes: pattern)
         }
         guard filled else { return false }
 

@@ -23,7 +23,7 @@ extension Dispatcher: WorkerLaneOwner {
         func routed(_ callback: UnsafeBufferPointer<UInt8>?) -> Bool { callback.map(snapshot.routesScheme(of:)) ?? false }
         guard !routed(callbacks.success), !routed(callbacks.error), !routed(callbacks.cancel) else { return false }
         guard let worker = target.endpoint.currentWorker else { return false }
-        return worker.sendFast(handler: target.handler, line: line, parsed: lane.line, callbacks: callbacks,
+        return worker.sendFast(handler: target.handler, line: line, parsed: lane.parsedLine, callbacks: callbacks,
                                sequence: sequence, sink: sink, owner: self, counts: target.endpoint.counts)
     }
 

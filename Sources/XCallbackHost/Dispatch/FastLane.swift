@@ -24,6 +24,10 @@ final class FastLane: @unchecked Sendable {
         _read { yield lineStorage.pointee }
         _modify { yield &lineStorage.pointee }
     }
+    /// The parsed line by address, for `NativeRequest.fill` and
+    /// `RequestFrame.writeLine`: passed as a value, even `borrowing`, it was
+    /// copied for each call, its two arrays retained and released.
+    var parsedLine: UnsafePointer<RequestLine> { UnsafePointer(lineStorage) }
     /// The request handed to the handler, refilled for every line.
     @exclusivity(unchecked) var native = NativeRequest()
     /// Where the handler's answer is kept when it answers in place.

@@ -405,7 +405,7 @@ extension WorkerProcess {
     /// (`WorkerSlots`); false, having sent nothing, when the lane is closed,
     /// the slot is busy or a value does not decode (then `send` takes it).
     /// Its `request_id` comes from `owner`, taken only once it goes.
-    func sendFast(handler: Int, line: UnsafeBufferPointer<UInt8>, parsed: RequestLine,
+    func sendFast(handler: Int, line: UnsafeBufferPointer<UInt8>, parsed: UnsafePointer<RequestLine>,
                   callbacks: (success: UnsafeBufferPointer<UInt8>?, error: UnsafeBufferPointer<UInt8>?,
                               cancel: UnsafeBufferPointer<UInt8>?),
                   sequence: UInt64, sink: OutputSink, owner: any WorkerLaneOwner, counts: PluginMetrics?) -> Bool {
