@@ -46,7 +46,8 @@ extension Dispatcher: WorkerLaneOwner {
         // The fields the ending reads, taken once: read through a pointer
         // to the slot, each read copied the whole slot (retaining its arrays).
         let sequence = request.sequence
-        let sink = request.sink!
+        // The slot keeps it until the ending is over.
+        unowned(unsafe) let sink = request.sink!
         let named = WorkerSlots.NamedCallbacks(request)
         request.callbacks.withUnsafeBufferPointer { callbacks in
             func end(line: UnsafeBufferPointer<UInt8>) {
@@ -86,14 +87,17 @@ struct AdoptedRequest: Sendable {
 }
 
 /// A request a worker's lane sent from its line, still in its slot.
+/// Made on the reply thread's stack for one ending, while the slot holds
+/// the sink and the worker its dispatcher: so both unretained. A retain of
+/// the dispatcher (which weak references point at) is a slow one.
 struct SlotRequest: EndingRequest {
     let sequence: UInt64
-    let sink: OutputSink
+    unowned(unsafe) let sink: OutputSink
     /// Its decoded callbacks, which of them the line named, and its line.
     let callbacks: UnsafeBufferPointer<UInt8>
     let named: WorkerSlots.NamedCallbacks
     let line: UnsafeBufferPointer<UInt8>
-    let dispatcher: Dispatcher
+    unowned(unsafe) let dispatcher: Dispatcher
     /// The worker's plug-in's counts, and when the lane sent the request.
     let counts: Unmanaged<PluginMetrics>?
     let startedAt: UInt64

@@ -408,9 +408,10 @@ extension WorkerProcess {
     func sendFast(handler: Int, line: UnsafeBufferPointer<UInt8>, parsed: UnsafePointer<RequestLine>,
                   callbacks: (success: UnsafeBufferPointer<UInt8>?, error: UnsafeBufferPointer<UInt8>?,
                               cancel: UnsafeBufferPointer<UInt8>?),
-                  sequence: UInt64, sink: OutputSink, owner: any WorkerLaneOwner, counts: PluginMetrics?) -> Bool {
+                  sequence: UInt64, sink: OutputSink, owner: any WorkerLaneOwner,
+                  counts: @autoclosure () -> PluginMetrics?) -> Bool {
         guard !writer.turnAwayIfBusy() else { return false }
-        let slots = lane.load() ?? makeLane(owner: owner, counts: counts)
+        let slots = lane.load() ?? makeLane(owner: owner, counts: counts())
         var sent = false
         var withdrawn = false
         writer.append { bytes in
@@ -440,7 +441,7 @@ extension WorkerProcess {
             // Out before the slot is published: once it is, another thread
             // may take it.
             let frameStart = bytes.count
-            bytes.append(contentsOf: slot.pointee.frame)
+            slot.pointee.frame.withUnsafeBufferPointer { bytes.append(contentsOf: $0) }
             slots.publish(id, started: MonotonicClock.coarseNow)
             // Against `closeLane`: either it sees this slot, or this sees the
             // lane closed and takes the frame back before it is written.
