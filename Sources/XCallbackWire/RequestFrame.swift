@@ -143,15 +143,23 @@ extension RequestFrame {
                                  parsed: UnsafePointer<RequestLine>, requestID: () -> UInt64,
                                  into output: inout [UInt8]) -> Bool {
         guard let base = line.baseAddress else { return false }
-        let start = output.count
         // Room for the fixed fields, the URL, the scheme, the source and
         // the parameters (together no longer than the line, each with its
         // length), and for the decoder's whole-word copies past the end of
-        // a value (at most the rest of the line).
+        // a value (at most the rest of the line). Taken uninitialized, and
+        // only what is written counts: zeroing it, then cutting the rest
+        // off, cost more than writing the frame.
         let room = 64 + 8 * parsed.pointee.parameters.count + 5 * line.count
-        output.append(contentsOf: repeatElement(0, count: room))
-        let written = output.withUnsafeMutableBufferPointer { buffer -> Int? in
-            let frame = buffer.baseAddress! + start
+        var written = false
+        output.append(addingCapacity: room) { span in
+            span.withUnsafeMutableBufferPointer { buffer, initialized in
+                initialized = write(into: buffer.baseAddress!) ?? 0
+                written = initialized > 0
+            }
+        }
+        return written
+
+        func write(into frame: UnsafeMutablePointer<UInt8>) -> Int? {
             var cursor = WorkerFrame.headerSize
             func integer<T: FixedWidthInteger>(_ value: T) {
                 UnsafeMutableRawPointer(frame + cursor).storeBytes(of: value.littleEndian, as: T.self)
@@ -199,12 +207,6 @@ extension RequestFrame {
             frame[4] = WorkerFrame.requestKind
             return cursor
         }
-        guard let written else {
-            output.removeLast(room)
-            return false
-        }
-        output.removeLast(room - written)
-        return true
     }
 
     /// The URL of a whole `request` frame, header included (a lane's slot
