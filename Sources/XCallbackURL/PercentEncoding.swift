@@ -116,11 +116,11 @@ extension Array where Element == UInt8 {
     @inline(__always)
     mutating func appendUninitialized(count: Int, _ body: (UnsafeMutablePointer<UInt8>) -> Void) {
         guard count > 0 else { return }
-        let start = self.count
-        // Array has no uninitialised append: zero-fill, then overwrite in place.
-        append(contentsOf: repeatElement(0, count: count))
-        withUnsafeMutableBufferPointer { buffer in
-            if let base = buffer.baseAddress { body(base + start) }
+        append(addingCapacity: count) { span in
+            span.withUnsafeMutableBufferPointer { buffer, initialized in
+                body(buffer.baseAddress!)
+                initialized = count
+            }
         }
     }
 }
