@@ -17,7 +17,10 @@ public final class ReplyCapture: @unchecked Sendable {
     // lane's reply slot (`SynchronousSlot`), read by the lane's thread
     // after `endSynchronous` (or by the deadline timer holding the slot),
     // never at once.
-    @exclusivity(unchecked) public private(set) var kind: OutcomeKind = .success
+    /// Read through a getter: code in other modules reading the stored
+    /// property directly still checked each access at run time.
+    public var kind: OutcomeKind { answerKind }
+    @exclusivity(unchecked) private var answerKind: OutcomeKind = .success
     @exclusivity(unchecked) private var bytes: UnsafeMutablePointer<UInt8>
     @exclusivity(unchecked) private var capacity: Int
     @exclusivity(unchecked) private var used = 0
@@ -34,7 +37,7 @@ public final class ReplyCapture: @unchecked Sendable {
     /// Copies a success reply's parameters. False, keeping nothing, when a
     /// name or value is not UTF-8: the general path repairs it and warns.
     public func captureSuccess(_ params: UnsafePointer<xcallback_param>?, count: Int) -> Bool {
-        kind = .success
+        answerKind = .success
         used = 0
         parameters.removeAll(keepingCapacity: true)
         for index in 0..<count {
@@ -53,7 +56,7 @@ public final class ReplyCapture: @unchecked Sendable {
 
     /// A cancel reply: no parameters.
     public func captureCancel() {
-        kind = .cancel
+        answerKind = .cancel
         used = 0
         parameters.removeAll(keepingCapacity: true)
     }

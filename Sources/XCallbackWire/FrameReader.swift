@@ -28,11 +28,13 @@ public final class FrameReader {
     }
 
     private let descriptor: Int32
-    private var buffer: [UInt8] = []
-    private var start = 0
+    // One thread reads a socket, so the runtime's exclusivity checks (a
+    // thread-local lookup each, three a frame) are off for these.
+    @exclusivity(unchecked) private var buffer: [UInt8] = []
+    @exclusivity(unchecked) private var start = 0
     /// Where `read` puts bytes: made at the first read, and never zeroed
     /// (a hundred idle workers cost the host no 128 KiB each).
-    private var chunk: UnsafeMutableRawPointer?
+    @exclusivity(unchecked) private var chunk: UnsafeMutableRawPointer?
     private static let chunkSize = 128 * 1024
 
     public init(descriptor: Int32) {

@@ -25,8 +25,10 @@ public final class WorkerOutbox: FrameOutput, @unchecked Sendable {
     private let descriptor: Int32
     private let onClosed: @Sendable () -> Void
     private let lock = Lock(())
-    private var scratch: [UInt8] = []
-    private var closed = false
+    // The lock orders every access; the runtime's exclusivity checks would
+    // only add a thread-local lookup to each.
+    @exclusivity(unchecked) private var scratch: [UInt8] = []
+    @exclusivity(unchecked) private var closed = false
 
     /// `onClosed` runs when a write finds the host gone.
     public init(page: WorkerProgress, descriptor: Int32, onClosed: @escaping @Sendable () -> Void) {
