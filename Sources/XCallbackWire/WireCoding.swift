@@ -15,11 +15,20 @@ public struct WireWriter {
         output.append(UInt8(truncatingIfNeeded: value))
         output.append(UInt8(truncatingIfNeeded: value >> 8))
     }
-    public mutating func u32(_ value: UInt32) {
-        withUnsafeBytes(of: value.littleEndian) { output.append(contentsOf: $0) }
-    }
-    public mutating func u64(_ value: UInt64) {
-        withUnsafeBytes(of: value.littleEndian) { output.append(contentsOf: $0) }
+    public mutating func u32(_ value: UInt32) { integer(value) }
+    public mutating func u64(_ value: UInt64) { integer(value) }
+
+    /// Stored in place: appending the value's bytes as a raw buffer went
+    /// through the generic path, byte by byte, for every length and id.
+    @inline(__always)
+    private mutating func integer<T: FixedWidthInteger>(_ value: T) {
+        let size = MemoryLayout<T>.size
+        output.append(addingCapacity: size) { span in
+            span.withUnsafeMutableBufferPointer { buffer, initialized in
+                UnsafeMutableRawPointer(buffer.baseAddress!).storeBytes(of: value.littleEndian, as: T.self)
+                initialized = size
+            }
+        }
     }
     public mutating func string(_ text: String) {
         u32(UInt32(text.utf8.count))
