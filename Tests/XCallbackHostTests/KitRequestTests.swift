@@ -20,7 +20,7 @@ struct KitRequestTests {
     @Test("typed parameters and fields read while borrowed")
     func borrowedReads() throws {
         let native = hostRequest()
-        var request = Request(borrowing: native.opaque, api: HostAPI.table, argumentNames: [])
+        let request = Request(borrowing: native.opaque, api: HostAPI.table, argumentNames: [])
         #expect(try request.parameter("lhs", as: Int.self) == 1)
         #expect(try request.parameter("rhs", as: Double.self) == 2.5)
         #expect(try request.optionalParameter("missing", as: Int.self) == nil)
@@ -40,7 +40,7 @@ struct KitRequestTests {
             url: "calc://x-callback-url/values", scheme: "calc", source: nil,
             parameters: values.enumerated().map { QueryParameter("v\($0.offset)", $0.element) },
             arguments: [], id: 1, attempt: 1), route: "calc://x-callback-url/values")
-        var request = Request(borrowing: native.opaque, api: HostAPI.table, argumentNames: [])
+        let request = Request(borrowing: native.opaque, api: HostAPI.table, argumentNames: [])
         for (index, text) in values.enumerated() {
             let expected = Double(parameterValue: text)
             #expect((try? request.parameter("v\(index)", as: Double.self)) == expected, "\(text)")
@@ -56,7 +56,7 @@ struct KitRequestTests {
     @Test("a request the handler keeps is copied out when the handler returns")
     func keptRequestOutlivesTheHost() throws {
         var native: NativeRequest? = hostRequest()
-        var request = Request(borrowing: native!.opaque, api: HostAPI.table, argumentNames: [])
+        let request = Request(borrowing: native!.opaque, api: HostAPI.table, argumentNames: [])
         let kept = request
         request.endBorrow()
         native = nil  // the host's memory is gone
@@ -74,7 +74,7 @@ struct KitRequestTests {
         older.api_size = UInt32(MemoryLayout<xcallback_host_api>.offset(of: \.request_attempt)!)
         older.request_attempt = nil
         withUnsafePointer(to: &older) { table in
-            var request = Request(borrowing: native.opaque, api: table, argumentNames: [])
+            let request = Request(borrowing: native.opaque, api: table, argumentNames: [])
             #expect(request.attempt == 1 && request.id == 42)
             request.endBorrow()
         }

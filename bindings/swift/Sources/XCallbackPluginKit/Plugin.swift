@@ -80,8 +80,11 @@ final class HandlerBox: @unchecked Sendable {
     let api: UnsafePointer<xcallback_host_api>
     let argumentNames: [String]
     /// The route's body, taken apart once: matching the enum for every
-    /// call copies the closure out of it (a retain and a release).
-    private let handler: Handler?
+    /// call copies the closure out of it (a retain and a release). The
+    /// synchronous one is not optional: unwrapping an optional closure
+    /// property copies it too, where a plain one is called in place.
+    private let handler: Handler
+    /// nil for a synchronous route; set, `handler` is never called.
     private let asyncHandler: AsyncHandler?
     /// A request's storage a finished call left behind (nothing kept it),
     /// for the next call: most calls then allocate nothing for their request.
@@ -89,14 +92,24 @@ final class HandlerBox: @unchecked Sendable {
     /// threads at once, and ThreadSanitizer cannot see a `Mutex` that parks.
     private let spare = Atomic<UnsafeMutableRawPointer?>(nil)
 
-    /// The spare storage, if there is one; nil leaves the caller to make one.
-    func takeSpare() -> RequestStorage? {
-        spare.exchange(nil, ordering: .acquiring).map { Unmanaged<RequestStorage>.fromOpaque($0).takeRetainedValue() }
+    /// The storage for a call on `host`: the spare one pointed at it, or a
+    /// new one. Returned at +1, the spare's reference moved out of `spare`.
+    @inline(__always)
+    func storage(for host: HostRequest) -> RequestStorage {
+        if let raw = spare.exchange(nil, ordering: .acquiring) {
+            let storage = Unmanaged<RequestStorage>.fromOpaque(raw).takeRetainedValue()
+            storage.reset(to: host)
+            return storage
+        }
+        return RequestStorage(host, argumentNames: argumentNames)
     }
 
     /// Keeps `storage` for the next call (dropped if one is kept already).
-    func keepSpare(_ storage: RequestStorage) {
+    /// Consumed, so that its reference moves into `spare` with no retain.
+    @inline(__always)
+    func keepSpare(_ storage: consuming RequestStorage) {
         let raw = Unmanaged.passRetained(storage).toOpaque()
+        _ = consume storage
         if !spare.compareExchange(expected: nil, desired: raw, ordering: .releasing).exchanged {
             Unmanaged<RequestStorage>.fromOpaque(raw).release()
         }
@@ -106,7 +119,7 @@ final class HandlerBox: @unchecked Sendable {
         self.api = api
         switch route.body {
         case .sync(let body): (handler, asyncHandler) = (body, nil)
-        case .async(let body): (handler, asyncHandler) = (nil, body)
+        case .async(let body): (handler, asyncHandler) = ({ _ in .decline }, body)
         }
         if case .pattern(let pattern) = route.form {
             argumentNames = PatternArguments.names(in: pattern)
@@ -126,15 +139,7 @@ private let trampoline: xcallback_handler = { request, reply, userData in
 extension HandlerBox {
     /// Runs the route's handler on `request` and completes `reply` with its answer.
     func call(_ request: OpaquePointer?, reply: xcallback_reply) {
-        let host = HostRequest(api: api, request: request)
-        if let handler {
-            var borrowed = takeSpare().map { Request(borrowing: host, in: $0) }
-                ?? Request(borrowing: request, api: api, argumentNames: argumentNames)
-            let answer: Reply
-            do { answer = try handler(borrowed) } catch { answer = Reply.from(error) }
-            if let unused = borrowed.endBorrow() { keepSpare(unused) }
-            ReplySender(api: api).send(answer, to: reply)
-        } else if let asyncHandler {
+        if let asyncHandler {
             let sender = ReplySender(api: api)
             let borrowed = Request(borrowing: request, api: api, argumentNames: argumentNames)
             borrowed.copyOut()
@@ -144,6 +149,16 @@ extension HandlerBox {
                 do { answer = try await asyncHandler(copied) } catch { answer = Reply.from(error) }
                 sender.send(answer, to: reply)
             }
+            return
         }
+        // The storage's one reference moves from the spare slot into the
+        // request and back, so the call retains and releases nothing.
+        let borrowed = Request(storage: storage(for: HostRequest(api: api, request: request)))
+        let answer: Reply
+        do { answer = try handler(borrowed) } catch { answer = Reply.from(error) }
+        // `consume`: a `let` otherwise lives to the end of the scope, and its
+        // reference would make the storage look shared.
+        if let unused = (consume borrowed).endBorrow() { keepSpare(unused) }
+        ReplySender(api: api).send(answer, to: reply)
     }
 }

@@ -20,9 +20,9 @@ public struct Request: Sendable {
         storage = RequestStorage(HostRequest(api: api, request: request), argumentNames: argumentNames)
     }
 
-    /// A view of the host's request in `storage`, a spare from an earlier call.
-    init(borrowing host: HostRequest, in storage: RequestStorage) {
-        storage.reset(to: host)
+    /// A view of the host's request in `storage`, already pointed at it.
+    @inline(__always)
+    init(storage: consuming RequestStorage) {
         self.storage = storage
     }
 
@@ -127,8 +127,9 @@ public struct Request: Sendable {
     /// Called when the handler has returned: a request it kept is copied
     /// out of the host's memory, which is about to be reused. Returns the
     /// storage when nothing else holds it, for the next call to reuse.
+    /// Consuming: the storage is moved out, not copied (no retain).
     @discardableResult
-    mutating func endBorrow() -> RequestStorage? {
+    consuming func endBorrow() -> RequestStorage? {
         if isKnownUniquelyReferenced(&storage) { return storage }
         storage.copyOut()
         return nil
@@ -217,9 +218,13 @@ struct HostRequest: @unchecked Sendable {
 /// request on another thread never sees it half done.
 @usableFromInline
 final class RequestStorage: Sendable {
-    private enum State: @unchecked Sendable {
-        case borrowed(HostRequest, copied: Fields?)
-        case owned(Fields)
+    /// Borrowed: `host` set, and `fields` too once something asked for them
+    /// all. Owned: `fields` only. A struct, not an enum with payloads: a
+    /// spare's reset then overwrites plain data and checks one optional,
+    /// where an enum is destroyed through its value witness.
+    private struct State: @unchecked Sendable {
+        var host: HostRequest?
+        var fields: Fields?
     }
 
     private let state: Mutex<State>
@@ -229,53 +234,46 @@ final class RequestStorage: Sendable {
     private let argumentNames: [String]
 
     init(_ fields: Fields) {
-        state = Mutex(.owned(fields))
+        state = Mutex(State(host: nil, fields: fields))
         argumentNames = []
     }
 
     init(_ host: HostRequest, argumentNames: [String]) {
-        state = Mutex(.borrowed(host, copied: nil))
+        state = Mutex(State(host: host, fields: nil))
         self.argumentNames = argumentNames
     }
 
     /// Points a spare storage (no `Request` holds it) at a new call.
     func reset(to host: HostRequest) {
-        state.withLock { $0 = .borrowed(host, copied: nil) }
+        state.withLock { state in
+            state.host = host
+            if state.fields != nil { state.fields = nil }
+        }
     }
 
     /// One field, read where it lives.
     func read<T>(_ owned: (Fields) -> T, _ borrowed: (HostRequest) -> T) -> T {
         state.withLock { state in
-            switch state {
-            case .owned(let fields): return owned(fields)
-            case .borrowed(_, let copied?): return owned(copied)
-            case .borrowed(let host, nil): return borrowed(host)
-            }
+            if let fields = state.fields { return owned(fields) }
+            return borrowed(state.host!)
         }
     }
 
     /// Every field, copied the first time.
     var fields: Fields {
         state.withLock { state in
-            switch state {
-            case .owned(let fields): return fields
-            case .borrowed(_, let copied?): return copied
-            case .borrowed(let host, nil):
-                let copied = host.fields(argumentNames: argumentNames)
-                state = .borrowed(host, copied: copied)
-                return copied
-            }
+            if let fields = state.fields { return fields }
+            let copied = state.host!.fields(argumentNames: argumentNames)
+            state.fields = copied
+            return copied
         }
     }
 
     @usableFromInline
     func firstValue(_ name: String) -> String? {
         state.withLock { state in
-            switch state {
-            case .owned(let fields): return fields.parameters.first(name)
-            case .borrowed(_, let copied?): return copied.parameters.first(name)
-            case .borrowed(let host, nil): return host.firstValue(name)
-            }
+            if let fields = state.fields { return fields.parameters.first(name) }
+            return state.host!.firstValue(name)
         }
     }
 
@@ -287,21 +285,16 @@ final class RequestStorage: Sendable {
     @usableFromInline
     func firstQuickDecimal(_ name: String) -> Double? {
         state.withLock { state in
-            switch state {
-            case .owned(let fields): return fields.parameters.first(name).flatMap(Double.init(parameterValue:))
-            case .borrowed(_, let copied?): return copied.parameters.first(name).flatMap(Double.init(parameterValue:))
-            case .borrowed(let host, nil): return host.withFirstValue(name, DecimalSyntax.quickDouble) ?? nil
-            }
+            if let fields = state.fields { return fields.parameters.first(name).flatMap(Double.init(parameterValue:)) }
+            return state.host!.withFirstValue(name, DecimalSyntax.quickDouble) ?? nil
         }
     }
 
     func copyOut() {
         state.withLock { state in
-            switch state {
-            case .owned: return
-            case .borrowed(_, let copied?): state = .owned(copied)
-            case .borrowed(let host, nil): state = .owned(host.fields(argumentNames: argumentNames))
-            }
+            guard let host = state.host else { return }
+            if state.fields == nil { state.fields = host.fields(argumentNames: argumentNames) }
+            state.host = nil
         }
     }
 }
