@@ -9,7 +9,7 @@ struct ReplySender: @unchecked Sendable {
     func send(_ answer: Reply, to reply: xcallback_reply) {
         switch answer.kind {
         case .success(let parameters):
-            parameters.withUnsafeBufferPointer { sendSuccess($0, to: reply) }
+            parameters.send(through: self, to: reply)
         case .error(let code, let message, let domain):
             _ = api.pointee.reply_error(reply, code, message, domain)
         case .cancel:
@@ -19,10 +19,26 @@ struct ReplySender: @unchecked Sendable {
         }
     }
 
+    /// A success with one parameter, the commonest: its name and value
+    /// copied as C strings into one buffer on the stack.
+    func sendSuccess(name: String, value: String, to reply: xcallback_reply) {
+        let nameCount = name.utf8.count
+        withUnsafeTemporaryAllocation(of: CChar.self, capacity: nameCount + value.utf8.count + 2) { text in
+            let start = text.baseAddress!
+            _ = Self.copyUTF8(of: name, to: start)
+            start[nameCount] = 0
+            let valueStart = start + nameCount + 1
+            valueStart[Self.copyUTF8(of: value, to: valueStart)] = 0
+            withUnsafePointer(to: xcallback_param(name: start, value: valueStart)) {
+                _ = api.pointee.reply_success(reply, $0, 1)
+            }
+        }
+    }
+
     /// A success, its names and values copied as C strings into one buffer
     /// on the stack. The parameters are read in place, where iterating the
     /// array would copy each one (two retains and two releases).
-    private func sendSuccess(_ parameters: UnsafeBufferPointer<QueryParameter>, to reply: xcallback_reply) {
+    func sendSuccess(_ parameters: UnsafeBufferPointer<QueryParameter>, to reply: xcallback_reply) {
         var bytes = 0
         for index in parameters.indices {
             bytes += parameters[index].name.utf8.count + parameters[index].value.utf8.count + 2

@@ -1,7 +1,9 @@
+import CXCallback
 import XCallbackParameters
 
 /// What a Swift handler answers. Errors may also be thrown: see `PluginError`.
 public struct Reply: Sendable, Equatable {
+    @usableFromInline
     enum Kind: Sendable, Equatable {
         case success(SuccessParameters)
         case error(code: String, message: String, domain: String?)
@@ -9,10 +11,17 @@ public struct Reply: Sendable, Equatable {
         case decline
     }
 
-    let kind: Kind
+    @usableFromInline let kind: Kind
+
+    @usableFromInline
+    init(kind: Kind) {
+        self.kind = kind
+    }
 
     /// Success with output parameters, in the order written:
-    /// `.success(["result": "6.2"])`.
+    /// `.success(["result": "6.2"])`. Inlinable, so that the plug-in sees
+    /// where the literal's strings go.
+    @inlinable @inline(__always)
     public static func success(_ parameters: KeyValuePairs<String, String> = [:]) -> Reply {
         Reply(kind: .success(SuccessParameters(parameters)))
     }
@@ -68,23 +77,37 @@ extension Reply {
 /// A success's output parameters. The commonest answer has exactly one
 /// (`.success(["result": value])`); it is kept inline, since an array
 /// would be allocated and freed again for every reply.
+@usableFromInline
 struct SuccessParameters: Sendable, Equatable {
-    private enum Storage: Sendable {
+    @usableFromInline
+    enum Storage: Sendable {
         case one(QueryParameter)
         case many([QueryParameter])
     }
 
-    private let storage: Storage
+    @usableFromInline let storage: Storage
 
+    /// Always inlined, the `.many` case kept out: in the plug-in, the
+    /// optimizer then sees the literal's array and takes its strings from
+    /// it, instead of destroying the array through the generic runtime.
+    @inlinable @inline(__always)
     init(_ pairs: KeyValuePairs<String, String>) {
-        if pairs.count == 1, let only = pairs.first {
+        // By subscript: `first` copies the pairs' array (a retain).
+        if pairs.count == 1 {
+            let only = pairs[pairs.startIndex]
             storage = .one(QueryParameter(name: only.key, value: only.value))
         } else {
-            storage = .many(pairs.map { QueryParameter(name: $0.key, value: $0.value) })
+            storage = .many(Self.array(of: pairs))
         }
     }
 
+    @usableFromInline
+    static func array(of pairs: KeyValuePairs<String, String>) -> [QueryParameter] {
+        pairs.map { QueryParameter(name: $0.key, value: $0.value) }
+    }
+
     /// Parameters already in an array are kept as they are.
+    @usableFromInline
     init(_ parameters: [QueryParameter]) {
         storage = .many(parameters)
     }
@@ -99,6 +122,18 @@ struct SuccessParameters: Sendable, Equatable {
         }
     }
 
+    /// Completes `reply` with these parameters. One is handed over in
+    /// place, borrowed from the reply: a buffer pointer to it would copy it.
+    func send(through sender: ReplySender, to reply: xcallback_reply) {
+        switch storage {
+        case .one(let parameter):
+            sender.sendSuccess(name: parameter.name, value: parameter.value, to: reply)
+        case .many(let parameters):
+            parameters.withUnsafeBufferPointer { sender.sendSuccess($0, to: reply) }
+        }
+    }
+
+    @usableFromInline
     static func == (lhs: SuccessParameters, rhs: SuccessParameters) -> Bool {
         lhs.withUnsafeBufferPointer { left in rhs.withUnsafeBufferPointer { left.elementsEqual($0) } }
     }
