@@ -185,6 +185,38 @@ enum PokemonType: String, CaseIterable, ParameterValue {
         }
     }
 
+    /// Where `description` already has at most 15 significant digits and
+    /// no exponent, `format` writes exactly it: the quick way that skips
+    /// `description` for such values must agree, digit for digit.
+    @Test func decimalTextIsTheShortestFormWhereThatFits() {
+        var generator = SeededGenerator(seed: 11)
+        func check(_ value: Double) {
+            guard value.isFinite, value != 0, Int64(exactly: value) == nil else { return }
+            let shortest = value.description
+            let digits = shortest.filter(\.isNumber).drop { $0 == "0" }.count
+            guard !shortest.contains("e"), digits <= 15 else { return }
+            #expect(DecimalText.format(value) == shortest, "\(value)")
+        }
+        for value in [0.001, 0.0011, 0.07, 4.35, 2.675, 1.005, 99999999999999.98, 0.1 + 0.7, 1e15 - 0.5] {
+            check(value)
+            check(-value)
+        }
+        for _ in 0..<20_000 {
+            // Sums and quotients of two-decimal numbers, as a calculator makes.
+            let lhs = Double(Int64(truncatingIfNeeded: generator.next() % 20_000_001) - 10_000_000) / 100
+            let rhs = Double(Int64(truncatingIfNeeded: generator.next() % 2_000_001) - 1_000_000) / 100
+            check(lhs + rhs)
+            check(lhs * rhs)
+            if rhs != 0 { check(lhs / rhs) }
+            // Decimals of 1 to 17 digits, and their neighbours.
+            let scale = [1e-3, 1e-1, 1, 1e3, 1e7, 1e12][Int(generator.next() % 6)]
+            let value = Double(generator.next() % 100_000_000_000_000_000) / 1e17 * scale
+            check(value)
+            check(value.nextUp)
+            check(value.nextDown)
+        }
+    }
+
     @Test func collectionBehaviour() {
         #expect(parameters.count == 9)
         #expect(parameters[0] == QueryParameter(name: "lhs", value: "2"))
