@@ -140,15 +140,7 @@ extension HandlerBox {
     /// Runs the route's handler on `request` and completes `reply` with its answer.
     func call(_ request: OpaquePointer?, reply: xcallback_reply) {
         if let asyncHandler {
-            let sender = ReplySender(api: api)
-            let borrowed = Request(borrowing: request, api: api, argumentNames: argumentNames)
-            borrowed.copyOut()
-            let copied = borrowed
-            Task {
-                let answer: Reply
-                do { answer = try await asyncHandler(copied) } catch { answer = Reply.from(error) }
-                sender.send(answer, to: reply)
-            }
+            callAsync(asyncHandler, request, reply: reply)
             return
         }
         // The storage's one reference moves from the spare slot into the
@@ -160,5 +152,20 @@ extension HandlerBox {
         // reference would make the storage look shared.
         if let unused = (consume borrowed).endBorrow() { keepSpare(unused) }
         ReplySender(api: api).send(answer, to: reply)
+    }
+
+    /// Out of line: starting a task sizes a `TaskPriority?` on the stack
+    /// from its metadata, which `call` would otherwise look up every time.
+    @inline(never)
+    private func callAsync(_ asyncHandler: @escaping AsyncHandler, _ request: OpaquePointer?, reply: xcallback_reply) {
+        let sender = ReplySender(api: api)
+        let borrowed = Request(borrowing: request, api: api, argumentNames: argumentNames)
+        borrowed.copyOut()
+        let copied = borrowed
+        Task {
+            let answer: Reply
+            do { answer = try await asyncHandler(copied) } catch { answer = Reply.from(error) }
+            sender.send(answer, to: reply)
+        }
     }
 }
