@@ -1,8 +1,10 @@
 import CXCallback
+import Dispatch
 import Testing
 @testable import XCallbackBridge
 @testable import XCallbackHost
 @testable import XCallbackPluginKit
+import XCallbackSystem
 import XCallbackURL
 
 /// The Swift kit's `Request` reads the host's request in place while its
@@ -90,5 +92,29 @@ struct KitRequestTests {
         #expect(changed.source == "Tests" && request.source == "Shortcuts")
         #expect(try changed.parameter("lhs", as: Int.self) == 1)
         withExtendedLifetime(native) {}
+    }
+
+    @Test("an async route answers from its task, reading the request after the call returned")
+    func asyncRoute() async throws {
+        var routes = Routes()
+        routes.action("calc", "add", async: { request in
+            // The call that started this task has returned by the time it
+            // reads: the kit copied the request out of the host's memory.
+            try await Task.sleep(for: .milliseconds(20))
+            let sum = try request.parameter("lhs", as: Double.self) + request.parameter("rhs", as: Double.self)
+            return .success(["sum": String(sum), "text": try request.parameter("text", as: String.self)])
+        })
+        let box = HandlerBox(api: HostAPI.table, route: routes.routes[0])
+        let native = hostRequest()
+        let delivered = Lock<HandlerResult?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let reply = HostAPI.replies.open(request: native, plugin: "kit", deliver: { result in
+            delivered.withLock { $0 = result }
+            done.signal()
+        })
+        box.call(native.opaque, reply: reply)
+        let arrived = await awaitOwnThread(within: 20) { done.wait(timeout: .now() + 15) == .success }
+        #expect(arrived == true)
+        #expect(delivered.withLock { $0 } == .outcome(.success([QueryParameter("sum", "3.5"), QueryParameter("text", "café")])))
     }
 }
