@@ -201,6 +201,15 @@ public final class ReplyTable: Sendable {
         return slot
     }
 
+    /// `readySlot` for a lane that keeps its slot unretained, as it may:
+    /// the table keeps every slot it hands out for its own life.
+    public func readySlot(_ slot: inout Unmanaged<SynchronousSlot>?) -> Unmanaged<SynchronousSlot>? {
+        if let spent = slot, spent._withUnsafeGuaranteedRef({ $0.current.generation == .max }) {
+            slot = lanes.take().map(Unmanaged.passUnretained)
+        }
+        return slot
+    }
+
     /// The number a lane passes to `openSynchronous` for calls of `plugin`'s
     /// route `route`. The names are kept for the host's life: a plug-in's
     /// routes, however often it is reloaded, are a short list.
@@ -240,7 +249,10 @@ public final class ReplyTable: Sendable {
         return lanes.withSlot(number) { slot -> Bool? in
             guard slot.move(from: .init(generation: generation, phase: .running),
                             to: .init(generation: generation, phase: .claimed)) else { return nil }
-            let captured = capture(slot.call.unsafelyUnwrapped.capture)
+            // Borrowed: the call's capture is the lane's, which outlives
+            // the call; made a strong reference, it was retained and released.
+            let captured = Unmanaged.passUnretained(slot.call.unsafelyUnwrapped.capture)
+                ._withUnsafeGuaranteedRef(capture)
             slot.set(.init(generation: generation, phase: captured ? .answeredInPlace : .running))
             return captured
         } ?? nil

@@ -23,13 +23,24 @@ extension Dispatcher {
     /// having done nothing anyone can see, when the line needs `submit`.
     func submitFast(line: UnsafeBufferPointer<UInt8>, sequence: UInt64, sink: OutputSink, lane: FastLane) -> Bool {
         if lane.generation != registry.generation {
-            (lane.snapshot, lane.generation) = registry.routeSnapshot()
+            let (snapshot, generation) = registry.routeSnapshot()
+            lane.use(snapshot, generation: generation)
         }
-        guard let snapshot = lane.snapshot, snapshot.hasFastRoutes, sink.opener == nil, sink.receiver == nil,
+        // Borrowed, not retained: the lane keeps its snapshot until this
+        // thread swaps it, above, for the next line.
+        guard let snapshot = lane.snapshot else { return false }
+        return snapshot._withUnsafeGuaranteedRef { snapshot in
+            submitFast(line: line, sequence: sequence, sink: sink, lane: lane, snapshot: snapshot)
+        }
+    }
+
+    private func submitFast(line: UnsafeBufferPointer<UInt8>, sequence: UInt64, sink: OutputSink, lane: FastLane,
+                            snapshot: RouteSnapshot) -> Bool {
+        guard snapshot.hasFastRoutes, sink.opener == nil, sink.receiver == nil,
               line.count <= limits.maxLineBytes, lane.line.parse(line),
               let routeIndex = lane.literalRoute(in: line, snapshot: snapshot)
         else { return false }
-        guard let route = snapshot.native[routeIndex] else {
+        guard let route = snapshot.unretainedNative[routeIndex] else {
             guard let target = snapshot.workers[routeIndex] else { return false }
             return submitToWorker(target, line: line, sequence: sequence, sink: sink, lane: lane, snapshot: snapshot)
         }
@@ -37,7 +48,23 @@ extension Dispatcher {
         // `submit`, with the message.
         guard lane.hasDeliverableCallbacks(line), let slot = HostAPI.replies.readySlot(&lane.replySlot)
         else { return false }
-        let native = lane.native
+        // Each borrowed, not retained: the snapshot keeps its routes, the
+        // reply table its slots, and the lane its request until this thread
+        // replaces it (after the call, in `runNative`).
+        return route._withUnsafeGuaranteedRef { route in
+            slot._withUnsafeGuaranteedRef { slot in
+                lane.native._withUnsafeGuaranteedRef { native in
+                    runNative(route, on: slot, request: native, line: line, sequence: sequence, sink: sink,
+                              lane: lane, snapshot: snapshot)
+                }
+            }
+        }
+    }
+
+    /// Runs the line's native handler, in place, and ends its request.
+    private func runNative(_ route: RouteSnapshot.NativeRoute, on slot: SynchronousSlot, request native: NativeRequest,
+                           line: UnsafeBufferPointer<UInt8>, sequence: UInt64, sink: OutputSink, lane: FastLane,
+                           snapshot: RouteSnapshot) -> Bool {
         let filled = route.patternBytes.withUnsafeBufferPointer { pattern in
             native.fill(line: line, parsed: lane.parsedLine, route: route.pattern, routeBytes: pattern)
         }
@@ -65,11 +92,11 @@ extension Dispatcher {
             let capture = lane.capture
             capture.withParameters { parameters, base in
                 self.end(.bytes(capture.kind, parameters: parameters, in: base),
-                         of: LaneRequest(call: call, lane: lane, snapshot: snapshot, dispatcher: self,
+                         of: LaneRequest(call: call, sink: sink, lane: lane, snapshot: snapshot, dispatcher: self,
                                          counts: route.unretainedCounts))
             }
         case .completed(.outcome(let outcome)):
-            self.end(.outcome(outcome), of: LaneRequest(call: call, lane: lane, snapshot: snapshot,
+            self.end(.outcome(outcome), of: LaneRequest(call: call, sink: sink, lane: lane, snapshot: snapshot,
                                                         dispatcher: self, counts: route.unretainedCounts))
         case .completed(.declined):
             // The next candidate, on the general path; this attempt is over.
@@ -78,11 +105,12 @@ extension Dispatcher {
             attempt(pending, declinedBy: call.plugin)
         case .promoted:
             // The handler kept its reply: the request now waits like any
-            // other, and keeps the native request it is reading.
+            // other, and keeps the native request it is reading (`native`
+            // is not used past this).
             if let promoted { inFlight.add(promoted) }
-            lane.native = NativeRequest()
+            lane.replaceNative()
         case .promotedEarlier:
-            lane.native = NativeRequest()
+            lane.replaceNative()
         }
         return true
     }

@@ -29,12 +29,18 @@ final class FastLane: @unchecked Sendable {
     /// copied for each call, its two arrays retained and released.
     var parsedLine: UnsafePointer<RequestLine> { UnsafePointer(lineStorage) }
     /// The request handed to the handler, refilled for every line.
-    @exclusivity(unchecked) var native = NativeRequest()
+    @exclusivity(unchecked) private var nativeStorage = NativeRequest()
+    /// The same, unretained, for the dispatching thread to borrow
+    /// (`_withUnsafeGuaranteedRef`): read from a `var`, it was retained and
+    /// released for every line. Only that thread replaces it (`replaceNative`).
+    @exclusivity(unchecked) private(set) var native: Unmanaged<NativeRequest>
     /// Where the handler's answer is kept when it answers in place.
     let capture = ReplyCapture()
-    /// The route table as of `generation`.
-    @exclusivity(unchecked) var snapshot: RouteSnapshot?
-    @exclusivity(unchecked) var generation: UInt64 = .max
+    /// The route table as of `generation`, and the same unretained, to
+    /// borrow as `native` is: only the dispatching thread swaps it (`use`).
+    @exclusivity(unchecked) private var snapshotStorage: RouteSnapshot?
+    @exclusivity(unchecked) private(set) var snapshot: Unmanaged<RouteSnapshot>?
+    @exclusivity(unchecked) private(set) var generation: UInt64 = .max
     /// Room for a route key.
     @exclusivity(unchecked) private(set) var scratch: UnsafeMutableBufferPointer<UInt8>
     /// Room for the line's three callback URLs, decoded (`hasDeliverableCallbacks`).
@@ -48,10 +54,12 @@ final class FastLane: @unchecked Sendable {
     /// The reply token of the call inside a handler now, plus one (0: none):
     /// how the deadline timer finds a handler that runs too long.
     let inFlight = Atomic<UInt64>(0)
-    /// Where the call inside a handler now keeps its state (`ReplyTable`).
-    @exclusivity(unchecked) var replySlot = HostAPI.replies.takeSlot()
+    /// Where the call inside a handler now keeps its state (`ReplyTable`);
+    /// unretained, as the reply table keeps its slots for good.
+    @exclusivity(unchecked) var replySlot = HostAPI.replies.takeSlot().map(Unmanaged.passUnretained)
 
     init() {
+        native = .passUnretained(nativeStorage)
         lineStorage = .allocate(capacity: 1)
         lineStorage.initialize(to: RequestLine())
         scratch = .allocate(capacity: 4096)
@@ -63,7 +71,21 @@ final class FastLane: @unchecked Sendable {
         lineStorage.deallocate()
         scratch.deallocate()
         callbackScratch.deallocate()
-        if let replySlot { HostAPI.replies.giveBack(replySlot) }
+        if let replySlot { HostAPI.replies.giveBack(replySlot.takeUnretainedValue()) }
+    }
+
+    /// Takes `snapshot` as the route table as of `generation`.
+    func use(_ snapshot: RouteSnapshot?, generation: UInt64) {
+        snapshotStorage = snapshot
+        self.snapshot = snapshot.map(Unmanaged.passUnretained)
+        self.generation = generation
+    }
+
+    /// A fresh request for the next line: a promoted call keeps the one it
+    /// was handed. The caller must no longer use the one it borrowed.
+    func replaceNative() {
+        nativeStorage = NativeRequest()
+        native = .passUnretained(nativeStorage)
     }
 
     func enter() -> Bool {
@@ -97,7 +119,9 @@ final class FastLane: @unchecked Sendable {
         }
         appendLowercased(line.scheme)
         appendLowercased(line.host)
-        for segment in line.path {
+        // Indexed in place: iterating the array retained and released it.
+        for index in 0..<lineStorage.pointee.path.count {
+            let segment = lineStorage.pointee.path[index]
             (key + count).update(from: base + segment.start, count: segment.count)
             count += segment.count
             key[count] = 0

@@ -131,6 +131,9 @@ struct GeneralRequest: EndingRequest {
 /// still in the input buffer and its callbacks decoded in the lane.
 struct LaneRequest: EndingRequest {
     let call: SynchronousCall
+    /// The lane's sink, as `submitFast` was given it: read back from the
+    /// call (`outputSink`), it was retained and released.
+    let sink: OutputSink
     let lane: FastLane
     let snapshot: RouteSnapshot
     let dispatcher: Dispatcher
@@ -138,7 +141,6 @@ struct LaneRequest: EndingRequest {
     let counts: Unmanaged<PluginMetrics>?
 
     var sequence: UInt64 { call.sequence }
-    var sink: OutputSink { call.outputSink }
     var input: String { dispatcher.keepsInput ? String(decoding: call.line, as: UTF8.self) : "" }
 
     func withCallback<R>(for kind: OutcomeKind, _ body: (UnsafeBufferPointer<UInt8>?) -> R) -> R {

@@ -60,6 +60,9 @@ final class RouteSnapshot: Sendable {
     /// By route index; nil for routes the lane leaves to the general path
     /// (workers, bound functions, the built-in await).
     let native: [NativeRoute?]
+    /// The same, unretained, for a lane to borrow while it holds the
+    /// snapshot: taken from `native`, a route was retained and released.
+    let unretainedNative: [Unmanaged<NativeRoute>?]
     /// By route index; nil for routes whose plug-in runs in this process.
     let workers: [WorkerRoute?]
     /// Whether any route can take the lane.
@@ -85,6 +88,7 @@ final class RouteSnapshot: Sendable {
                                       counts: endpoint.counts, mark: endpoint.plugin.mark, pattern: pattern.text))
         }
         self.native = native
+        unretainedNative = native.map { $0.map(Unmanaged.passUnretained) }
         self.workers = workers
         self.schemes = schemes
         hasFastRoutes = native.contains { $0 != nil } || workers.contains { $0 != nil }
