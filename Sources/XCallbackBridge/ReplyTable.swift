@@ -227,15 +227,17 @@ public final class ReplyTable: Sendable {
     /// Registers the call the lane's thread is about to make on its slot
     /// (`readySlot`), to the route `name` numbers (`callName`); end it with
     /// `endSynchronous` once the handler returns.
-    public func openSynchronous(on slot: SynchronousSlot, request: NativeRequest, call: SynchronousCall,
+    /// `call` is consumed: moved into the slot, not copied (a copy retains
+    /// the plug-in's name).
+    public func openSynchronous(on slot: SynchronousSlot, request: NativeRequest, call: consuming SynchronousCall,
                                 name: UInt32) -> xcallback_reply {
         let generation = slot.current.generation &+ 1
         slot.record(generation: generation, requestID: call.id, name: name)
         // Identity first: the lane hands the same request every time, and
         // storing it again would retain and release it.
         if slot.request !== request { slot.request = request }
-        slot.call = call
         slot.started.store(call.started, ordering: .releasing)
+        slot.call = consume call
         slot.set(.init(generation: generation, phase: .running))
         return xcallback_reply(token: UInt64(generation) << 32 | Self.slotBit | UInt64(slot.number))
     }

@@ -73,10 +73,14 @@ extension Dispatcher {
         // From here on the request is taken: it ends in exactly one outcome.
         let id = nextID()
         native.assign(id: id)
-        let call = SynchronousCall(line: line, id: id, sequence: sequence, sink: sink,
-                                   started: MonotonicClock.coarseNow, plugin: route.plugin, capture: lane.capture,
-                                   owner: self)
-        let reply = HostAPI.replies.openSynchronous(on: slot, request: native, call: call, name: route.callName)
+        let started = MonotonicClock.coarseNow
+        // Made for the slot alone, and moved there: a copy kept here cost a
+        // retain and a release of the plug-in's name.
+        let reply = HostAPI.replies.openSynchronous(
+            on: slot, request: native,
+            call: SynchronousCall(line: line, id: id, sequence: sequence, sink: sink, started: started,
+                                  plugin: route.plugin, capture: lane.capture, owner: self),
+            name: route.callName)
         lane.inFlight.store(reply.token &+ 1, ordering: .releasing)
         route.mark.whileRunning { route.function(native.opaque, reply, route.userData) }
         lane.inFlight.store(0, ordering: .releasing)
@@ -87,22 +91,23 @@ extension Dispatcher {
             promoted = pending
             return handlerCall.deliver
         }
+        let laneCall = LaneRequest.Call(line: line, id: id, sequence: sequence, started: started)
         switch end {
         case .completedInPlace:
             let capture = lane.capture
             capture.withParameters { parameters, base in
                 self.end(.bytes(capture.kind, parameters: parameters, in: base),
-                         of: LaneRequest(call: call, sink: sink, lane: lane, snapshot: snapshot, dispatcher: self,
-                                         counts: route.unretainedCounts))
+                         of: LaneRequest(call: laneCall, sink: sink, lane: lane, snapshot: snapshot,
+                                         dispatcher: self, counts: route.unretainedCounts))
             }
         case .completed(.outcome(let outcome)):
-            self.end(.outcome(outcome), of: LaneRequest(call: call, sink: sink, lane: lane, snapshot: snapshot,
+            self.end(.outcome(outcome), of: LaneRequest(call: laneCall, sink: sink, lane: lane, snapshot: snapshot,
                                                         dispatcher: self, counts: route.unretainedCounts))
         case .completed(.declined):
             // The next candidate, on the general path; this attempt is over.
-            let pending = generalRequest(for: call)
+            let pending = handOver(line: line, id: id, sequence: sequence, sink: sink, started: started)
             inFlight.add(pending)
-            attempt(pending, declinedBy: call.plugin)
+            attempt(pending, declinedBy: route.plugin)
         case .promoted:
             // The handler kept its reply: the request now waits like any
             // other, and keeps the native request it is reading (`native`

@@ -130,7 +130,17 @@ struct GeneralRequest: EndingRequest {
 /// A request an input stream's fast lane ran in this process: its line is
 /// still in the input buffer and its callbacks decoded in the lane.
 struct LaneRequest: EndingRequest {
-    let call: SynchronousCall
+    /// What the end reads of the call, which itself was moved into the
+    /// lane's reply slot (`ReplyTable.openSynchronous`).
+    struct Call {
+        let line: UnsafeBufferPointer<UInt8>
+        let id: UInt64
+        let sequence: UInt64
+        /// When its handler was called (coarse monotonic ns).
+        let started: UInt64
+    }
+
+    let call: Call
     /// The lane's sink, as `submitFast` was given it: read back from the
     /// call (`outputSink`), it was retained and released.
     let sink: OutputSink
@@ -150,7 +160,8 @@ struct LaneRequest: EndingRequest {
     func routesScheme(of callback: UnsafeBufferPointer<UInt8>) -> Bool { snapshot.routesScheme(of: callback) }
 
     func claimedForChain() -> PendingRequest? {
-        let pending = dispatcher.generalRequest(for: call)
+        let pending = dispatcher.handOver(line: call.line, id: call.id, sequence: call.sequence, sink: sink,
+                                          started: call.started)
         return pending.claim() ? pending : nil
     }
 }
