@@ -20,6 +20,14 @@ enum ByteSearch {
         (word &- ones) & ~word & highs
     }
 
+    /// Whether `word` has a byte a record line may not hold as it is: a C0
+    /// control (below 0x20: a borrow marks it, and none marks a byte that is
+    /// not below) or DEL.
+    @inline(__always)
+    static func hasLineBreaking(_ word: UInt64) -> Bool {
+        ((word &- broadcast(0x20)) & ~word & highs) | firstZeroBytes(word ^ broadcast(0x7F)) != 0
+    }
+
     /// Eight bytes from `base + index`, the first in the lowest byte whatever the platform.
     @inline(__always)
     static func load(_ base: UnsafePointer<UInt8>, _ index: Int) -> UInt64 {

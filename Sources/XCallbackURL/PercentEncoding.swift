@@ -95,8 +95,22 @@ extension PercentEncoding {
     static func writeLineSafe(_ bytes: UnsafeBufferPointer<UInt8>, to target: UnsafeMutablePointer<UInt8>)
         -> UnsafeMutablePointer<UInt8>
     {
+        guard let base = bytes.baseAddress else { return target }
         var target = target
-        for byte in bytes {
+        var index = 0
+        while index < bytes.count {
+            // Eight bytes a step while none needs escaping, which is nearly
+            // always: a record's callback is copied, not escaped.
+            if index &+ 8 <= bytes.count {
+                let word = ByteSearch.load(base, index)
+                if !ByteSearch.hasLineBreaking(word) {
+                    UnsafeMutableRawPointer(target).storeBytes(of: word.littleEndian, as: UInt64.self)
+                    target += 8
+                    index &+= 8
+                    continue
+                }
+            }
+            let byte = base[index]
             if byte < 0x20 || byte == 0x7F {
                 target[0] = ASCII.percent
                 target[1] = ASCII.hexDigit(byte >> 4)
@@ -106,6 +120,7 @@ extension PercentEncoding {
                 target.pointee = byte
                 target += 1
             }
+            index &+= 1
         }
         return target
     }

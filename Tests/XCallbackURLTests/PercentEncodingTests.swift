@@ -1,5 +1,5 @@
 import Testing
-import XCallbackURL
+@testable import XCallbackURL
 
 @Suite struct PercentEncodingTests {
     @Test func encodesEverythingButUnreservedBytes() {
@@ -32,6 +32,34 @@ import XCallbackURL
         let parsed = try RequestURL(parsing: outcome.line(callback: "app://ok?x=1#f"))
         #expect(parsed.parameters.first("result") == text)
         #expect(parsed.fragment == "f")
+    }
+
+    @Test("a URL copied into a record escapes exactly its controls and DEL, wherever they are in a word")
+    func lineSafeCopyEscapesControlsAnywhere() {
+        func expected(_ bytes: [UInt8]) -> [UInt8] {
+            bytes.flatMap { byte -> [UInt8] in
+                byte < 0x20 || byte == 0x7F
+                    ? Array("%".utf8) + Array(String(byte, radix: 16, uppercase: true).utf8).paddedToTwo : [byte]
+            }
+        }
+        func copied(_ bytes: [UInt8]) -> [UInt8] {
+            let room = UnsafeMutablePointer<UInt8>.allocate(capacity: 3 * bytes.count + 1)
+            defer { room.deallocate() }
+            let end = bytes.withUnsafeBufferPointer { PercentEncoding.writeLineSafe($0, to: room) }
+            return Array(UnsafeBufferPointer(start: room, count: end - room))
+        }
+        let plain = Array("app://x-callback-url/ok?id=7&step=~é".utf8)
+        for length in 0...plain.count {
+            let line = Array(plain.prefix(length))
+            #expect(copied(line) == line)
+            for position in 0..<length {
+                for special: UInt8 in [0x00, 0x0A, 0x0D, 0x1F, 0x7F, 0x20, 0x80, 0xFF] {
+                    var changed = line
+                    changed[position] = special
+                    #expect(copied(changed) == expected(changed), "byte \(special) at \(position) of \(length)")
+                }
+            }
+        }
     }
 
     @Test func encodesIntoBytes() {
