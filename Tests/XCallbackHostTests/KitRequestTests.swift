@@ -118,3 +118,49 @@ struct KitRequestTests {
         #expect(delivered.withLock { $0 } == .outcome(.success([QueryParameter("sum", "3.5"), QueryParameter("text", "café")])))
     }
 }
+
+/// A synchronous route's request storage moves through `HandlerBox`'s spare
+/// slot (2906cfd): one the handler keeps must keep its own values after the
+/// call returned and the host's memory is gone, and later calls, which reuse
+/// the spare storage, must never read through or into the kept one.
+@Suite("Swift kit: a kept request and the spare storage")
+struct KitKeptRequestTests {
+    private static func native(_ lhs: Int, id: UInt64) -> NativeRequest {
+        NativeRequest(RequestFields(
+            url: "calc://x-callback-url/add?lhs=\(lhs)&rhs=0.5", scheme: "calc", source: nil,
+            parameters: [QueryParameter("lhs", "\(lhs)"), QueryParameter("rhs", "0.5")],
+            arguments: [], id: id, attempt: 1), route: "calc://x-callback-url/add")
+    }
+
+    @Test("a request kept by its handler reads its own values; later calls read theirs")
+    func keptRequestAndSpare() throws {
+        let kept = Lock<[Request]>([])
+        var routes = Routes()
+        routes.action("calc", "add") { request in
+            let lhs = try request.parameter("lhs", as: Int.self)
+            // Every third call keeps its request, as a handler that hands it
+            // to a task or a global would.
+            if lhs % 3 == 0 { kept.withLock { $0.append(request) } }
+            return .success(["result": String(lhs), "id": String(request.id)])
+        }
+        let box = HandlerBox(api: HostAPI.table, route: routes.routes[0])
+        for lhs in 0..<30 {
+            var native: NativeRequest? = Self.native(lhs, id: UInt64(1000 + lhs))
+            let delivered = Lock<HandlerResult?>(nil)
+            let reply = HostAPI.replies.open(request: native!, plugin: "kit", deliver: { result in
+                delivered.withLock { $0 = result }
+            })
+            box.call(native!.opaque, reply: reply)
+            #expect(delivered.withLock { $0 } == .outcome(.success([QueryParameter("result", "\(lhs)"),
+                                                                    QueryParameter("id", "\(1000 + lhs)")])))
+            native = nil  // the host reuses (here: frees) its memory
+        }
+        let requests = kept.withLock { $0 }
+        #expect(requests.count == 10)
+        for (index, request) in requests.enumerated() {
+            #expect(try request.parameter("lhs", as: Int.self) == 3 * index)
+            #expect(request.id == UInt64(1000 + 3 * index))
+            #expect(request.url == "calc://x-callback-url/add?lhs=\(3 * index)&rhs=0.5")
+        }
+    }
+}
