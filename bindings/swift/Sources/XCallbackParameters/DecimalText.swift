@@ -20,7 +20,13 @@ public enum DecimalText {
         if value.magnitude < 1e15, let integer = Int64(exactly: value) {
             return String(integer)
         }
-        if let text = shortDecimal(value) { return text }
+        return shortDecimal(value) ?? formatFromDescription(value)
+    }
+
+    /// The general way for a finite, non-integral `value`: `description`,
+    /// cut to `significantDigits` when longer. `shortDecimal` is a quicker
+    /// way to the same text for most values (a test holds the two equal).
+    static func formatFromDescription(_ value: Double) -> String {
         let shortest = value.description
         if fitsAsIs(shortest) { return shortest }
         return rounded(value, shortest: shortest)
