@@ -24,26 +24,21 @@ import XCallbackURL
         }
     }
 
-    @Test("the range's edges and every power of ten's neighbours format as before")
+    @Test("the range's edges and every power of ten's neighbours format as their description does")
     func edges() {
-        for edge in [1e-3, 1e15, 1e-4, 0.5, 1.0] {
-            var up = edge, down = edge
-            for _ in 0..<64 {
+        func checkAround(_ value: Double, steps: Int) {
+            var up = value, down = value
+            for _ in 0..<steps {
                 Self.check(up)
                 Self.check(down)
                 up = up.nextUp
                 down = down.nextDown
             }
         }
+        for edge in [1e-3, 1e15, 1e-4, 0.5, 1.0] { checkAround(edge, steps: 64) }
         var power = 1e-4
         while power < 1e16 {
-            var up = power, down = power
-            for _ in 0..<16 {
-                Self.check(up)
-                Self.check(down)
-                up = up.nextUp
-                down = down.nextDown
-            }
+            checkAround(power, steps: 16)
             power *= 10
         }
         for value in [Double.leastNonzeroMagnitude, .leastNormalMagnitude, 1e-300, 9.999999999999999e14,
@@ -53,7 +48,7 @@ import XCallbackURL
         }
     }
 
-    @Test("random decimals of 1 to 17 digits, halfway patterns, arithmetic and bit patterns format as before")
+    @Test("random decimals of 1 to 17 digits, halfway patterns, arithmetic and bit patterns format as their description does")
     func generated() {
         var random = SeededGenerator(seed: 0xDEC1_3A1)
         var powers: [Double] = [1]
