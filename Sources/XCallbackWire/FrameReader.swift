@@ -28,8 +28,9 @@ public final class FrameReader {
     }
 
     private let descriptor: Int32
-    // One thread reads a socket, so the runtime's exclusivity checks (a
-    // thread-local lookup each, three a frame) are off for these.
+    // One thread at a time reads a socket (a stall hand-off passes it on),
+    // so the runtime's exclusivity checks (a thread-local lookup each,
+    // three a frame) are off for these.
     @exclusivity(unchecked) private var buffer: [UInt8] = []
     @exclusivity(unchecked) private var start = 0
     /// Where `read` puts bytes: made at the first read, and never zeroed
