@@ -197,14 +197,14 @@ public final class ReplyTable: Sendable {
     /// The lane's slot, ready for a call: one whose generations are spent
     /// is replaced. Nil when there is none to be had.
     public func readySlot(_ slot: inout SynchronousSlot?) -> SynchronousSlot? {
-        if let spent = slot, spent.current.generation == .max { slot = lanes.take() }
+        if let current = slot, current.isSpent { slot = lanes.take() }
         return slot
     }
 
     /// `readySlot` for a lane that keeps its slot unretained, as it may:
     /// the table keeps every slot it hands out for its own life.
     public func readySlot(_ slot: inout Unmanaged<SynchronousSlot>?) -> Unmanaged<SynchronousSlot>? {
-        if let spent = slot, spent._withUnsafeGuaranteedRef({ $0.current.generation == .max }) {
+        if let current = slot, current._withUnsafeGuaranteedRef({ $0.isSpent }) {
             slot = lanes.take().map(Unmanaged.passUnretained)
         }
         return slot

@@ -110,6 +110,10 @@ public final class SynchronousSlot: @unchecked Sendable {
 
     var current: Word { Word(word.load(ordering: .acquiring)) }
 
+    /// Whether its generations are spent: no call can open on it again, so
+    /// a lane swaps it for another and it is never handed out again.
+    var isSpent: Bool { current.generation == .max }
+
     /// Moves the word from `expected` to `desired`; false if it was not `expected`.
     func move(from expected: Word, to desired: Word) -> Bool {
         word.compareExchange(expected: expected.raw, desired: desired.raw, ordering: .acquiringAndReleasing).exchanged
@@ -223,7 +227,7 @@ final class SynchronousSlotTable: @unchecked Sendable {
     /// is spent is kept out of use: its next token would repeat one handed
     /// out 2^32 calls ago, which a plug-in may still hold.
     func giveBack(_ slot: SynchronousSlot) {
-        guard slot.current.generation < UInt32.max else { return }
+        guard !slot.isSpent else { return }
         spare.withLock { $0.free.append(slot.number) }
     }
 }
