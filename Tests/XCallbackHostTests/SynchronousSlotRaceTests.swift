@@ -13,6 +13,15 @@ import XCallbackURL
 struct SynchronousSlotRaceTests {
     private let lane = LaneCalls()
 
+    /// A completion of `reply` (request 7 of plug-in 'lane') after its call
+    /// ended is refused, and the log can still say which call it was.
+    private func expectRefusedNamingTheCall(_ reply: xcallback_reply, in table: ReplyTable,
+                                            sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(table.complete(reply) { _, _ in .outcome(.cancel) } == .alreadyCompleted, sourceLocation: sourceLocation)
+        #expect(table.describe(reply) == "plug-in 'lane' completed request 7 (route t://x-callback-url/t)",
+                sourceLocation: sourceLocation)
+    }
+
     @Test("a second completion once the lane has ended the call still names it",
           arguments: [true, false])
     func secondCompletionAfterTheLaneEnded(inPlace: Bool) throws {
@@ -26,14 +35,12 @@ struct SynchronousSlotRaceTests {
         }
         _ = table.endSynchronous(reply, on: ready) { _ in { _ in } }
         // The handler returned; a thread it left behind completes again.
-        #expect(table.complete(reply) { _, _ in .outcome(.cancel) } == .alreadyCompleted)
-        #expect(table.describe(reply) == "plug-in 'lane' completed request 7 (route t://x-callback-url/t)")
+        expectRefusedNamingTheCall(reply, in: table)
         // And after the lane's next call on the same slot.
         let (next, again) = try lane.open(table, &slot, call: lane.call(id: 8))
         _ = table.completeInPlace(next) { $0.captureCancel(); return true }
         _ = table.endSynchronous(next, on: again) { _ in { _ in } }
-        #expect(table.complete(reply) { _, _ in .outcome(.cancel) } == .alreadyCompleted)
-        #expect(table.describe(reply) == "plug-in 'lane' completed request 7 (route t://x-callback-url/t)")
+        expectRefusedNamingTheCall(reply, in: table)
     }
 
     @Test("the timer handing out an answer: a second completion still names the call")
@@ -44,8 +51,7 @@ struct SynchronousSlotRaceTests {
         #expect(table.completeInPlace(reply) { $0.captureCancel(); return true } == true)
         #expect(table.promoteSynchronous(reply, startedBefore: 1) { _ in { _ in } } == .some(.outcome(.cancel)))
         _ = table.endSynchronous(reply, on: ready) { _ in { _ in } }
-        #expect(table.complete(reply) { _, _ in .outcome(.cancel) } == .alreadyCompleted)
-        #expect(table.describe(reply) == "plug-in 'lane' completed request 7 (route t://x-callback-url/t)")
+        expectRefusedNamingTheCall(reply, in: table)
     }
 
     @Test("a lane gone while its call is promoted: its slot serves the next lane, and the old token its own call")
