@@ -49,15 +49,12 @@ extension Dispatcher: WorkerLaneOwner {
         // The slot keeps it until the ending is over.
         unowned(unsafe) let sink = request.sink!
         let named = WorkerSlots.NamedCallbacks(request)
+        // The frame is not read: no url record shows the line, and its
+        // buffer is the input thread's to fill next (reading it here pulled
+        // its cache lines over to this core).
         request.callbacks.withUnsafeBufferPointer { callbacks in
-            func end(line: UnsafeBufferPointer<UInt8>) {
-                self.end(answer, of: SlotRequest(sequence: sequence, sink: sink, callbacks: callbacks, named: named,
-                                                 line: line, dispatcher: self, counts: counts, startedAt: started))
-            }
-            // The frame only for a record that shows the line: its buffer is
-            // the input thread's to fill next, and reading it here would
-            // pull its cache lines over to this core for nothing.
-            if keepsInput { request.withLine(end(line:)) } else { end(line: UnsafeBufferPointer(start: nil, count: 0)) }
+            end(answer, of: SlotRequest(sequence: sequence, sink: sink, callbacks: callbacks, named: named,
+                                        dispatcher: self, counts: counts, startedAt: started))
         }
     }
 
@@ -93,16 +90,18 @@ struct AdoptedRequest: Sendable {
 struct SlotRequest: EndingRequest {
     let sequence: UInt64
     unowned(unsafe) let sink: OutputSink
-    /// Its decoded callbacks, which of them the line named, and its line.
+    /// Its decoded callbacks, and which of them the line named.
     let callbacks: UnsafeBufferPointer<UInt8>
     let named: WorkerSlots.NamedCallbacks
-    let line: UnsafeBufferPointer<UInt8>
     unowned(unsafe) let dispatcher: Dispatcher
     /// The worker's plug-in's counts, and when the lane sent the request.
     let counts: Unmanaged<PluginMetrics>?
     let startedAt: UInt64
 
-    var input: String { dispatcher.keepsInput ? String(decoding: line, as: UTF8.self) : "" }
+    /// None: the lane sends only requests whose records are urls
+    /// (`submitToWorker`); a jsonl record, which shows the line, comes
+    /// from the general path.
+    var input: String { "" }
 
     func withCallback<R>(for kind: OutcomeKind, _ body: (UnsafeBufferPointer<UInt8>?) -> R) -> R {
         body(named.callback(for: kind, in: callbacks))
