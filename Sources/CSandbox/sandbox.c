@@ -586,9 +586,10 @@ static int write_text(const char *path, const char *text) {
     return written == (ssize_t)length ? 0 : -1;
 }
 
-int xcallback_enter_namespaces(int ipc, int network) {
-    int flags = (ipc ? CLONE_NEWIPC : 0) | (network ? CLONE_NEWNET : 0);
-    int entered = (ipc ? XCALLBACK_NAMESPACE_IPC : 0) | (network ? XCALLBACK_NAMESPACE_NETWORK : 0);
+int xcallback_enter_namespaces(int ipc, int network, int mount) {
+    int flags = (ipc ? CLONE_NEWIPC : 0) | (network ? CLONE_NEWNET : 0) | (mount ? CLONE_NEWNS : 0);
+    int entered = (ipc ? XCALLBACK_NAMESPACE_IPC : 0) | (network ? XCALLBACK_NAMESPACE_NETWORK : 0)
+        | (mount ? XCALLBACK_NAMESPACE_MOUNT : 0);
     if (flags == 0) return 0;
     /* Root (CAP_SYS_ADMIN) needs no user namespace. */
     if (unshare(flags) == 0) return entered;
@@ -629,8 +630,15 @@ int xcallback_namespaces_available(void) {
     pid_t child = fork();
     if (child < 0) return 0;
     if (child == 0) {
-        int entered = xcallback_enter_namespaces(1, 1);
-        _exit(entered < 0 ? 0 : entered);
+        int entered = xcallback_enter_namespaces(1, 1, 1);
+        if (entered < 0) _exit(0);
+        /* A mount namespace is only worth having where a view can be built
+         * in it (pivot_root fails on an initramfs root, for one). */
+        if ((entered & XCALLBACK_NAMESPACE_MOUNT)
+            && xcallback_build_view(NULL, 0, "/scratch", 1 << 16, 0, (uint32_t)getuid(), (uint32_t)getgid(), NULL, 0) != 0) {
+            entered &= ~XCALLBACK_NAMESPACE_MOUNT;
+        }
+        _exit(entered);
     }
     int status = 0;
     while (waitpid(child, &status, 0) < 0 && errno == EINTR) {}

@@ -48,6 +48,9 @@ public final class ScratchFolders: Sendable {
         guard mkdtemp(&template) != nil else {
             return .failure(PluginLoadError(path: pluginPath, reason: .other("cannot make a scratch folder in \(base): \(String(cString: strerror(errno)))")))
         }
+        // A root host's workers run as another user, who must pass through
+        // to the folder of its own (and only that: 0711 lists nothing).
+        if geteuid() == 0 { _ = chmod(template, 0o711) }
         return .success(String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self))
     }
 

@@ -29,6 +29,9 @@ public struct Capabilities: Sendable, Equatable {
     /// Names of the host's environment variables it sees, beyond the few
     /// every worker gets (`SandboxEnvironment.alwaysPassed`).
     public var environment: [String] = []
+    /// Size of its scratch folder, MiB: a memory-backed file system of its
+    /// own in its file view, so a plug-in cannot fill the host's disk.
+    public var scratchMiB = 64
 
     public init() {}
 
@@ -47,6 +50,7 @@ public struct Capabilities: Sendable, Equatable {
         if let files = ceiling.openFiles { result.openFiles = min(result.openFiles, files) }
         if let processes = ceiling.processes { result.processes = min(result.processes, processes) }
         if let names = ceiling.environment { result.environment = result.environment.filter(names.contains) }
+        if let scratch = ceiling.scratchMiB { result.scratchMiB = min(result.scratchMiB, scratch) }
         return result
     }
 
@@ -73,6 +77,7 @@ public struct Capabilities: Sendable, Equatable {
         parts.append("memory \(memoryMiB) MiB")
         parts.append("\(openFiles) files")
         parts.append(processes == 0 ? "no processes" : "\(processes) processes")
+        parts.append("scratch \(scratchMiB) MiB")
         return parts.joined(separator: ", ")
     }
 }
@@ -89,6 +94,7 @@ public struct CapabilityCeiling: Sendable, Equatable {
     public var openFiles: Int?
     public var processes: Int?
     public var environment: [String]?
+    public var scratchMiB: Int?
 
     public init() {}
 
@@ -105,6 +111,7 @@ public struct CapabilityCeiling: Sendable, Equatable {
         result.openFiles = specific.openFiles ?? openFiles
         result.processes = specific.processes ?? processes
         result.environment = specific.environment ?? environment
+        result.scratchMiB = specific.scratchMiB ?? scratchMiB
         return result
     }
 }

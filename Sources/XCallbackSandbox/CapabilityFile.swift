@@ -18,18 +18,20 @@ public struct CapabilityFileError: Error, CustomStringConvertible, Sendable {
 /// memory = 256        # MiB
 /// open_files = 512
 /// processes = 4
+/// scratch = 16        # MiB
 /// environment = ["WEATHER_API_KEY"]
 /// [files]
 /// read = ["/usr/share/dict"]
 /// write = ["/var/lib/myplugin"]
 /// ```
 enum CapabilityKeys {
-    static let top = ["network", "exec", "ipc", "memory", "open_files", "processes", "environment", "files"]
+    static let top = ["network", "exec", "ipc", "memory", "open_files", "processes", "scratch", "environment", "files"]
     static let files = ["read", "write"]
     /// Past these a number is a typo, not a plan.
     static let maxMemoryMiB = 1 << 20
     static let maxOpenFiles = 1 << 20
     static let maxProcesses = 1 << 16
+    static let maxScratchMiB = 1 << 20
 
     /// Reads the keys present in `table` into a ceiling (absent: nil).
     static func ceiling(from table: TOMLTable, in file: String) throws(CapabilityFileError) -> CapabilityCeiling {
@@ -41,6 +43,7 @@ enum CapabilityKeys {
         ceiling.memoryMiB = try number("memory", in: table, file: file, max: maxMemoryMiB, min: 16)
         ceiling.openFiles = try number("open_files", in: table, file: file, max: maxOpenFiles, min: 16)
         ceiling.processes = try number("processes", in: table, file: file, max: maxProcesses, min: 0)
+        ceiling.scratchMiB = try number("scratch", in: table, file: file, max: maxScratchMiB, min: 1)
         ceiling.environment = try names("environment", in: table, file: file)
         if let value = table["files"] {
             guard let files = value.table else { throw CapabilityFileError("\(file): 'files' must be a table ([files])") }
@@ -149,6 +152,7 @@ public enum CapabilityDeclaration {
         declared.memoryMiB = ceiling.memoryMiB ?? declared.memoryMiB
         declared.openFiles = ceiling.openFiles ?? declared.openFiles
         declared.processes = ceiling.processes ?? declared.processes
+        declared.scratchMiB = ceiling.scratchMiB ?? declared.scratchMiB
         declared.environment = ceiling.environment ?? []
         return declared
     }

@@ -25,8 +25,9 @@ public struct KernelSupport: Sendable, Equatable {
     }
 
     /// What is missing, in words, or nil when every layer is available.
-    /// Namespaces are not counted: they back up Landlock and seccomp, which
-    /// confine a worker without them.
+    /// Namespaces (and the file view built in one) are not counted: they
+    /// back up Landlock and seccomp, which confine a worker without them;
+    /// `layers(for:)` names what a worker goes without.
     public var missing: String? {
         var parts: [String] = []
         if landlockABI == nil { parts.append("Landlock (file, network and signal confinement)") }
@@ -41,14 +42,20 @@ public struct KernelSupport: Sendable, Equatable {
         }
     }
 
+    /// Whether a worker gets a file view of its own (a mount namespace
+    /// with an empty root, `xcallback_build_view`): the host's child could
+    /// build one here.
+    public var fileView: Bool { namespaces.contains(.mount) }
+
     /// The kernel's layers a worker with `capabilities` gets here, for
-    /// `check`, `plugins` and the host's log: `landlock 7, seccomp, ipc
-    /// namespace, network namespace` (the process-wide ones, no-new-privs
-    /// and rlimits, every worker gets).
+    /// `check`, `plugins` and the host's log: `landlock 7, seccomp, file
+    /// view, ipc namespace, network namespace` (the process-wide ones,
+    /// no-new-privs and rlimits, every worker gets).
     public func layers(for capabilities: Capabilities) -> [String] {
         var layers: [String] = []
         if let landlockABI { layers.append("landlock \(landlockABI)") }
         if seccomp { layers.append("seccomp") }
+        if fileView { layers.append("file view") }
         let wanted = Namespaces.wanted(by: capabilities)
         if !wanted.isEmpty {
             if namespaces.isSuperset(of: wanted) {
@@ -56,6 +63,9 @@ public struct KernelSupport: Sendable, Equatable {
             } else {
                 layers.append("no namespaces (the kernel lends none to this user)")
             }
+        }
+        if !fileView {
+            layers.append("no file view (stat and inotify see the host's paths; modes, times and xattrs refused)")
         }
         return layers
     }
@@ -72,6 +82,8 @@ public struct Namespaces: OptionSet, Sendable, Hashable {
     public static let ipc = Namespaces(rawValue: Int32(XCALLBACK_NAMESPACE_IPC))
     /// A network of its own, with nothing in it (not even loopback up).
     public static let network = Namespaces(rawValue: Int32(XCALLBACK_NAMESPACE_NETWORK))
+    /// Mounts of its own: the means of its file view.
+    public static let mount = Namespaces(rawValue: Int32(XCALLBACK_NAMESPACE_MOUNT))
 
     /// What a worker with `capabilities` is given where the kernel lends
     /// it: the host's IPC and network namespaces only with `ipc` and
@@ -84,6 +96,6 @@ public struct Namespaces: OptionSet, Sendable, Hashable {
     }
 
     var names: [String] {
-        [(Namespaces.ipc, "ipc"), (.network, "network"), (.user, "user")].filter { contains($0.0) }.map(\.1)
+        [(Namespaces.ipc, "ipc"), (.network, "network"), (.mount, "mount"), (.user, "user")].filter { contains($0.0) }.map(\.1)
     }
 }

@@ -11,12 +11,21 @@ public struct SandboxPlan: Sendable, Equatable {
     public var pluginPath: String
     /// Refuse to run unless every layer applies (`--sandbox strict`).
     public var strict: Bool
+    /// Build the worker a file view of its own (the host found that this
+    /// kernel lends a mount namespace in which one can be built).
+    public var fileView: Bool
+    /// The identity a root host's worker takes; nil: it keeps the host's
+    /// (which is not root).
+    public var identity: WorkerIdentity?
 
-    public init(capabilities: Capabilities, scratch: String, pluginPath: String, strict: Bool) {
+    public init(capabilities: Capabilities, scratch: String, pluginPath: String, strict: Bool, fileView: Bool = false,
+                identity: WorkerIdentity? = nil) {
         self.capabilities = capabilities
         self.scratch = scratch
         self.pluginPath = pluginPath
         self.strict = strict
+        self.fileView = fileView
+        self.identity = identity
     }
 
     /// `key=value&…`, values percent-encoded like a URL query (paths may hold any byte but NUL).
@@ -26,8 +35,10 @@ public struct SandboxPlan: Sendable, Equatable {
             ("ipc", capabilities.ipc ? "1" : "0"),
             ("memory", String(capabilities.memoryMiB)), ("open_files", String(capabilities.openFiles)),
             ("processes", String(capabilities.processes)), ("scratch", scratch), ("plugin", pluginPath),
-            ("strict", strict ? "1" : "0"),
+            ("strict", strict ? "1" : "0"), ("scratch_size", String(capabilities.scratchMiB)),
+            ("view", fileView ? "1" : "0"),
         ]
+        if let identity { fields.append(("user", identity.encoded)) }
         fields += capabilities.filesRead.map { ("read", $0) }
         fields += capabilities.filesWrite.map { ("write", $0) }
         fields += capabilities.environment.map { ("environment", $0) }
@@ -37,7 +48,8 @@ public struct SandboxPlan: Sendable, Equatable {
     /// The plan `encoded` wrote; nil for anything else.
     public init?(encoded: String) {
         var capabilities = Capabilities.default
-        var scratch: String?, plugin: String?, strict = false
+        var scratch: String?, plugin: String?, strict = false, fileView = false
+        var identity: WorkerIdentity?
         for field in encoded.split(separator: "&") {
             let parts = field.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             guard parts.count == 2, let value = try? PercentEncoding.decode(parts[1]) else { return nil }
@@ -51,6 +63,9 @@ public struct SandboxPlan: Sendable, Equatable {
             case "scratch": scratch = value
             case "plugin": plugin = value
             case "strict": strict = value == "1"
+            case "scratch_size": guard let number = Int(value) else { return nil }; capabilities.scratchMiB = number
+            case "view": fileView = value == "1"
+            case "user": guard let decoded = WorkerIdentity(encoded: value) else { return nil }; identity = decoded
             case "read": capabilities.filesRead.append(value)
             case "write": capabilities.filesWrite.append(value)
             case "environment": capabilities.environment.append(value)
@@ -58,6 +73,7 @@ public struct SandboxPlan: Sendable, Equatable {
             }
         }
         guard let scratch, let plugin else { return nil }
-        self.init(capabilities: capabilities, scratch: scratch, pluginPath: plugin, strict: strict)
+        self.init(capabilities: capabilities, scratch: scratch, pluginPath: plugin, strict: strict, fileView: fileView,
+                  identity: identity)
     }
 }

@@ -56,7 +56,7 @@ public enum WorkerSandbox {
         // Landlock confines the calling thread and the threads it starts
         // later, not threads already running.
         let threads = threadCount()
-        if threads > 1 && support.landlockABI != nil {
+        if threads > 1 && (support.landlockABI != nil || plan.fileView) {
             throw SandboxError("the worker already runs \(threads) threads; the sandbox must be entered first")
         }
         let capabilities = plan.capabilities
@@ -65,8 +65,16 @@ public enum WorkerSandbox {
         // The host named it and made the folder it is in; the worker makes
         // it, before Landlock could refuse to (many workers start at once:
         // their folders are made side by side, not one by one in the host).
+        // With a file view, a tmpfs of its own is mounted on it there and
+        // the plug-in never sees this folder.
         guard mkdir(plan.scratch, 0o700) == 0 || errno == EEXIST else {
             throw SandboxError("cannot make the scratch folder \(plan.scratch): \(String(cString: strerror(errno)))")
+        }
+        if let identity = plan.identity, !plan.fileView {
+            // The worker writes there under its own identity.
+            guard chown(plan.scratch, identity.uid, identity.gid) == 0 else {
+                throw SandboxError("cannot give the scratch folder \(plan.scratch) to uid \(identity.uid): \(String(cString: strerror(errno)))")
+            }
         }
         setenv("TMPDIR", plan.scratch, 1)
 
@@ -89,14 +97,39 @@ public enum WorkerSandbox {
         }
         try limit(Int32(RLIMIT_NOFILE.rawValue), UInt64(capabilities.openFiles), "open_files")
         try limit(Int32(RLIMIT_CORE.rawValue), 0, "core dumps")
-        if capabilities.processes > 0 && getuid() != 0 {
-            // Linux counts RLIMIT_NPROC per user, threads included: the
-            // ceiling is what the user runs now plus the grant.
-            try limit(Int32(__RLIMIT_NPROC.rawValue), UInt64(tasksOfUser(getuid()) + capabilities.processes), "processes")
-        }
         layers.append("rlimits")
 
-        layers += try enterNamespaces(Namespaces.wanted(by: capabilities))
+        // Linux counts RLIMIT_NPROC per user, threads included: the ceiling
+        // is what the worker's user runs now plus the grant. Counted before
+        // the view hides every other process's /proc entry. A root host's
+        // workers all share one user, whose count every other worker's
+        // threads move: a ceiling there would fail this worker's own
+        // threads at random, so, as when its workers ran as root, none is
+        // set (the grant still decides whether any process may start).
+        let processCeiling = capabilities.processes > 0 && plan.identity == nil && getuid() != 0
+            ? tasksOfUser(getuid()) + capabilities.processes : nil
+        layers += try enterNamespaces(Namespaces.wanted(by: capabilities), fileView: plan.fileView)
+        if plan.fileView {
+            try FileView(plan: plan, loadedFrom: loadedFrom, mappedFolders: mappedFolders).build()
+            layers.append("file view")
+        }
+        // Landlock's rules open each path now, while the worker may still
+        // pass through folders its new identity could not (a root host's
+        // private folders holding the plug-in); they bind the files found.
+        var ruleset: Int32 = -1
+        if let abi = support.landlockABI {
+            ruleset = try landlockRuleset(plan, abi: abi, loadedFrom: loadedFrom)
+        }
+        if let identity = plan.identity {
+            guard xcallback_become(identity.uid, identity.gid) == 0 else {
+                if ruleset >= 0 { close(ruleset) }
+                throw SandboxError("cannot become uid \(identity.uid), gid \(identity.gid): \(String(cString: strerror(errno)))")
+            }
+            layers.append("uid \(identity.uid)")
+        }
+        if let processCeiling {
+            try limit(Int32(__RLIMIT_NPROC.rawValue), UInt64(processCeiling), "processes")
+        }
 
         if let report {
             guard xcallback_sandbox_report_to(report.memory, memory) == 0 else {
@@ -109,10 +142,6 @@ public enum WorkerSandbox {
         _ = xcallback_make_nondumpable()
         layers.append("no-new-privs")
 
-        var ruleset: Int32 = -1
-        if let abi = support.landlockABI {
-            ruleset = try landlockRuleset(plan, abi: abi, loadedFrom: loadedFrom)
-        }
         guard xcallback_drop_capabilities() == 0 else {
             throw SandboxError("cannot drop capabilities: \(String(cString: strerror(errno)))")
         }
@@ -124,12 +153,18 @@ public enum WorkerSandbox {
             layers.append("landlock \(support.landlockABI ?? 0)")
         }
         if support.seccomp {
-            var grant = xcallback_seccomp_grant(network: capabilities.network ? 1 : 0, exec: capabilities.exec ? 1 : 0,
-                                                processes: capabilities.processes > 0 ? 1 : 0,
-                                                ipc: capabilities.ipc ? 1 : 0, own_pid: getpid(), host_pid: host)
+            var grant = SystemCallPolicy.grant(for: capabilities, fileView: plan.fileView)
+            grant.own_pid = getpid()
+            grant.host_pid = host
+            // The argument rules first: their filter holds the listener the
+            // host answers on, and a process may have only one.
             let result = xcallback_seccomp_load(&grant, supervisor)
             guard result == 0 else { throw SandboxError("cannot load the seccomp filter: \(String(cString: strerror(-result)))") }
-            layers.append(supervisor >= 0 ? "seccomp (supervised)" : "seccomp")
+            let allowList = xcallback_allow_list_load(&grant)
+            guard allowList == 0 else {
+                throw SandboxError("cannot load the seccomp allow-list: \(String(cString: strerror(-allowList)))")
+            }
+            layers.append(supervisor >= 0 ? "seccomp allow-list (supervised)" : "seccomp allow-list")
         }
         return layers
     }
@@ -145,18 +180,26 @@ public enum WorkerSandbox {
     /// Where the kernel lends none (user namespaces disabled or
     /// restricted), the worker goes on without: the filter refuses the same
     /// calls.
-    static func enterNamespaces(_ wanted: Namespaces) throws(SandboxError) -> [String] {
-        guard !wanted.isEmpty else { return [] }
-        let entered = xcallback_enter_namespaces(wanted.contains(.ipc) ? 1 : 0, wanted.contains(.network) ? 1 : 0)
+    /// With `fileView`, a mount namespace too, which the view needs: the
+    /// host found that this kernel lends one, so failing to enter it now
+    /// refuses the plug-in rather than run it without the view it was
+    /// promised.
+    static func enterNamespaces(_ wanted: Namespaces, fileView: Bool) throws(SandboxError) -> [String] {
+        guard !wanted.isEmpty || fileView else { return [] }
+        let entered = xcallback_enter_namespaces(wanted.contains(.ipc) ? 1 : 0, wanted.contains(.network) ? 1 : 0,
+                                                 fileView ? 1 : 0)
         if entered < 0 {
             // In a user namespace without its ids mapped, the worker's files
             // would show another owner: refuse rather than run half-made.
             guard errno != EIO else {
                 throw SandboxError("cannot map the worker's ids in its user namespace: \(String(cString: strerror(errno)))")
             }
+            guard !fileView else {
+                throw SandboxError("cannot enter a mount namespace for the worker's file view: \(String(cString: strerror(errno)))")
+            }
             return ["no namespaces (\(String(cString: strerror(errno))))"]
         }
-        return Namespaces(rawValue: entered).names.map { "\($0) namespace" }
+        return Namespaces(rawValue: entered).subtracting(.mount).names.map { "\($0) namespace" }
     }
 
     /// Makes the scratch folder the current folder, so relative paths a
@@ -216,7 +259,7 @@ public enum WorkerSandbox {
         }
     }
 
-    private static func folder(of path: String) -> String {
+    static func folder(of path: String) -> String {
         guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return "." }
         return slash == path.utf8.startIndex ? "/" : String(path[..<slash])
     }
@@ -234,7 +277,7 @@ public enum WorkerSandbox {
     /// any plug-in is loaded: a worker forked from the zygote has mapped what
     /// the zygote had (its plug-in comes after its sandbox), and reading
     /// /proc/self/maps was a fifth of a forked worker's start.
-    private static let mappedFolders: [String] = readMappedFolders()
+    static let mappedFolders: [String] = readMappedFolders()
 
     private static func readMappedFolders() -> [String] {
         guard let text = readText("/proc/self/maps") else { return [] }

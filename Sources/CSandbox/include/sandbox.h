@@ -36,7 +36,65 @@ typedef struct {
     int ipc;          /* System V shared memory, message queues, semaphores (and POSIX message queues, where Landlock does not refuse them) */
     int own_pid;      /* the worker: signals to any other pid are violations unless processes */
     int host_pid;     /* the host: signalling or reprioritizing it is a violation (as for the parent) */
+    int file_view;    /* the worker runs in a file view of its own (xcallback_build_view) */
 } xcallback_seccomp_grant;
+
+/* The allow-list (allow_list.c): named groups of system calls, and what a
+ * group needs before a worker gets it. */
+enum {
+    XCALLBACK_GROUP_ALWAYS = 0,
+    XCALLBACK_GROUP_FILE_VIEW = 1,
+    XCALLBACK_GROUP_NETWORK = 2,
+    XCALLBACK_GROUP_EXEC = 3,
+    XCALLBACK_GROUP_PROCESSES = 4,
+    XCALLBACK_GROUP_IPC = 5,
+};
+int xcallback_seccomp_group_count(void);
+/* The group's name ("@default"), NULL past the last. */
+const char *xcallback_seccomp_group_name(int index);
+/* What the group is for, in a few words. */
+const char *xcallback_seccomp_group_purpose(int index);
+/* XCALLBACK_GROUP_*: what the group needs. */
+int xcallback_seccomp_group_needs(int index);
+/* The group's `call`th system call name, NULL past the last. */
+const char *xcallback_seccomp_group_call(int index, int call);
+/* Whether a worker with `grant` gets group `index`. */
+int xcallback_seccomp_group_granted(int index, const xcallback_seccomp_grant *grant);
+
+/* Loads the allow-list filter on every thread (TSYNC): the groups' calls
+ * pass (ioctl and prctl only with the listed requests and options), the
+ * file-metadata group only with a file view (else EPERM), and any other
+ * call fails with ENOSYS. The grant's calls and the violations pass here
+ * for xcallback_seccomp_load's filter to decide. Returns 0 or -errno. */
+int xcallback_allow_list_load(const xcallback_seccomp_grant *grant);
+
+/* One path of a worker's file view. */
+enum {
+    XCALLBACK_VIEW_READ = 0,      /* bound read-only */
+    XCALLBACK_VIEW_WRITE = 1,     /* bound read-write */
+    XCALLBACK_VIEW_DEVICE = 2,    /* a device node, bound read-write */
+    XCALLBACK_VIEW_FOLLOW = 1 << 4, /* bind what a symlink names at the symlink's own path (/proc/self) */
+};
+typedef struct {
+    const char *path;
+    int kind;
+} xcallback_view_entry;
+
+/* Replaces the calling process's file system with a view of its own: an
+ * empty, read-only tmpfs root with `entries` bound in at their own paths
+ * (missing ones skipped; a symlink made again as a symlink unless FOLLOW),
+ * and a tmpfs of `scratch_bytes` at `scratch` owned by `owner`:`group`,
+ * mode 0700 (no exec unless `scratch_exec`). Needs a mount namespace of its
+ * own (xcallback_enter_namespaces with `mount`) and must run before any
+ * thread starts. Returns 0, or -1 with errno and `failure` naming the step. */
+int xcallback_build_view(const xcallback_view_entry *entries, int count, const char *scratch, uint64_t scratch_bytes,
+                         int scratch_exec, uint32_t owner, uint32_t group, char *failure, unsigned long failure_size);
+
+/* Becomes `uid`:`gid` with no supplementary groups, after emptying the
+ * capability bounding and ambient sets (a root host's worker: it keeps no
+ * capability in the initial user namespace), and asks again for SIGKILL
+ * at its parent's death, which a change of identity clears. */
+int xcallback_become(uint32_t uid, uint32_t gid);
 
 /* Loads the worker's seccomp filter on every thread (TSYNC). Calls that are
  * merely not granted (socket, connect, exec, fork, setsid, System V IPC)
@@ -68,6 +126,7 @@ enum {
     XCALLBACK_NAMESPACE_USER = 1 << 0,
     XCALLBACK_NAMESPACE_IPC = 1 << 1,
     XCALLBACK_NAMESPACE_NETWORK = 1 << 2,
+    XCALLBACK_NAMESPACE_MOUNT = 1 << 3,
 };
 
 /* Moves the calling process into a new IPC namespace (`ipc`) and a new,
@@ -80,11 +139,12 @@ enum {
  * errno (EPERM, ENOSPC, EINVAL: the kernel lends none here; nothing was
  * changed, unless errno is EIO: a user namespace was entered but its
  * mapping could not be written). */
-int xcallback_enter_namespaces(int ipc, int network);
+int xcallback_enter_namespaces(int ipc, int network, int mount);
 
 /* Whether a process like this one could enter those namespaces: tries it
  * in a short-lived child (fork, unshare, _exit). Returns the
- * XCALLBACK_NAMESPACE_* the child got, or 0. */
+ * XCALLBACK_NAMESPACE_* the child got, or 0; MOUNT only where the child
+ * could also build an empty file view (xcallback_build_view). */
 int xcallback_namespaces_available(void);
 
 /* The host's side. */

@@ -1,0 +1,240 @@
+#define _GNU_SOURCE
+#include "sandbox.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* A worker's file view, built the way bubblewrap builds a sandbox's root:
+ * nothing is there unless it is bound in. The host's file system stays in
+ * the old root until the last step detaches it, so every source is looked
+ * up before anything moves; after the view is built, the plug-in can reach
+ * no file the list does not name, and stat, inotify or chmod of any other
+ * path fails with ENOENT.
+ *
+ * Steps: make every mount private (nothing made here reaches the host);
+ * mount a small tmpfs on /tmp as a base and pivot into it, so the old root
+ * sits at /oldroot and the new one is built at /newroot; bind each entry
+ * from /oldroot to /newroot and make it read-only unless it is written;
+ * mount the scratch tmpfs; make the new root read-only; pivot into it and
+ * detach the old one. */
+
+/* Where a failed step is named for the caller's message. */
+typedef struct {
+    char *text;
+    unsigned long size;
+} failure_note;
+
+static int fail(failure_note *note, const char *step, const char *path) {
+    int saved = errno;
+    if (note->text && note->size) snprintf(note->text, note->size, "%s %s: %s", step, path ? path : "", strerror(saved));
+    errno = saved;
+    return -1;
+}
+
+/* The mount flags the kernel keeps locked on a bind made in a user
+ * namespace: a read-only remount must repeat them or it is refused. */
+static unsigned long locked_flags(const char *path) {
+    struct statvfs info;
+    if (statvfs(path, &info) != 0) return 0;
+    unsigned long flags = 0;
+    if (info.f_flag & ST_NOSUID) flags |= MS_NOSUID;
+    if (info.f_flag & ST_NODEV) flags |= MS_NODEV;
+    if (info.f_flag & ST_NOEXEC) flags |= MS_NOEXEC;
+    if (info.f_flag & ST_NOATIME) flags |= MS_NOATIME;
+    if (info.f_flag & ST_NODIRATIME) flags |= MS_NODIRATIME;
+    if (info.f_flag & ST_RELATIME) flags |= MS_RELATIME;
+    return flags;
+}
+
+/* Makes every folder above `path` (a path under /newroot), as the view's own. */
+static int make_parents(char *path) {
+    for (char *slash = strchr(path + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
+        *slash = 0;
+        int made = mkdir(path, 0755);
+        int saved = errno;
+        *slash = '/';
+        if (made != 0 && saved != EEXIST) {
+            errno = saved;
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int joined(char *buffer, size_t size, const char *prefix, const char *path) {
+    int length = snprintf(buffer, size, "%s%s", prefix, path);
+    if (length < 0 || (size_t)length >= size) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    return 0;
+}
+
+/* Where an entry comes from, looked up while the host's root is still the
+ * root: the path with every symlink resolved, or for a symlink that is not
+ * followed, its own text (made again in the view). */
+typedef struct {
+    char source[PATH_MAX];
+    char link[PATH_MAX];
+    int is_link;
+    int present;
+} resolved_entry;
+
+static void resolve(const xcallback_view_entry *entry, resolved_entry *out) {
+    memset(out, 0, sizeof *out);
+    struct stat info;
+    if (lstat(entry->path, &info) != 0) return;
+    if (S_ISLNK(info.st_mode) && !(entry->kind & XCALLBACK_VIEW_FOLLOW)) {
+        ssize_t length = readlink(entry->path, out->link, sizeof out->link - 1);
+        if (length <= 0) return;
+        out->link[length] = 0;
+        out->is_link = 1;
+        out->present = 1;
+        return;
+    }
+    if (realpath(entry->path, out->source) == NULL) return;
+    out->present = 1;
+}
+
+static int bind_entry(failure_note *note, const xcallback_view_entry *entry, const resolved_entry *resolved) {
+    char target[PATH_MAX + 16], source[PATH_MAX + 16];
+    if (joined(target, sizeof target, "/newroot", entry->path) != 0) return fail(note, "view path", entry->path);
+    if (make_parents(target) != 0) return fail(note, "mkdir", entry->path);
+    if (resolved->is_link) {
+        /* A later entry may have made it already (a folder bound beneath it). */
+        if (symlink(resolved->link, target) != 0 && errno != EEXIST) return fail(note, "symlink", entry->path);
+        return 0;
+    }
+    if (joined(source, sizeof source, "/oldroot", resolved->source) != 0) return fail(note, "view source", entry->path);
+    struct stat info;
+    if (stat(source, &info) != 0) return 0; /* gone since it was looked up: skipped, as a missing one */
+    if (S_ISDIR(info.st_mode)) {
+        if (mkdir(target, 0755) != 0 && errno != EEXIST) return fail(note, "mkdir", entry->path);
+    } else {
+        int made = open(target, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (made < 0 && errno != EEXIST && errno != EISDIR && errno != EROFS) return fail(note, "create", entry->path);
+        if (made >= 0) close(made);
+    }
+    if (mount(source, target, NULL, MS_BIND | MS_REC, NULL) != 0) return fail(note, "bind", entry->path);
+    int kind = entry->kind & 0xF;
+    unsigned long flags = MS_REMOUNT | MS_BIND | MS_NOSUID | locked_flags(target);
+    if (kind == XCALLBACK_VIEW_READ) flags |= MS_RDONLY;
+    if (kind != XCALLBACK_VIEW_DEVICE) flags |= MS_NODEV;
+    if (mount(NULL, target, NULL, flags, NULL) != 0) return fail(note, "remount", entry->path);
+    return 0;
+}
+
+static int compare_entries(const void *left, const void *right) {
+    return strcmp(((const xcallback_view_entry *)left)->path, ((const xcallback_view_entry *)right)->path);
+}
+
+int xcallback_build_view(const xcallback_view_entry *entries, int count, const char *scratch, uint64_t scratch_bytes,
+                         int scratch_exec, uint32_t owner, uint32_t group, char *failure, unsigned long failure_size) {
+    failure_note note = {failure, failure_size};
+    if (failure && failure_size) failure[0] = 0;
+    if (count < 0 || scratch == NULL || scratch[0] != '/') {
+        errno = EINVAL;
+        return fail(&note, "arguments", NULL);
+    }
+    /* Parents before children, so a folder bound beneath another lands on
+     * top of it rather than under it. */
+    xcallback_view_entry *sorted = count ? calloc((size_t)count, sizeof *sorted) : NULL;
+    resolved_entry *resolved = count ? calloc((size_t)count, sizeof *resolved) : NULL;
+    if (count && (sorted == NULL || resolved == NULL)) {
+        free(sorted);
+        free(resolved);
+        errno = ENOMEM;
+        return fail(&note, "memory", NULL);
+    }
+    if (count > 0) memcpy(sorted, entries, (size_t)count * sizeof *sorted);
+    qsort(sorted, (size_t)count, sizeof *sorted, compare_entries);
+    for (int i = 0; i < count; i++) resolve(&sorted[i], &resolved[i]);
+
+    int result = -1;
+    char options[128];
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) { fail(&note, "make mounts private", "/"); goto done; }
+    if (mount("xcallback-base", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=64k") != 0) {
+        fail(&note, "mount tmpfs", "/tmp");
+        goto done;
+    }
+    if (mkdir("/tmp/newroot", 0755) != 0 || mkdir("/tmp/oldroot", 0755) != 0) { fail(&note, "mkdir", "/tmp/newroot"); goto done; }
+    if (mount("xcallback-root", "/tmp/newroot", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") != 0) {
+        fail(&note, "mount tmpfs", "/newroot");
+        goto done;
+    }
+    if (syscall(SYS_pivot_root, "/tmp", "/tmp/oldroot") != 0) { fail(&note, "pivot_root", "/tmp"); goto done; }
+    if (chdir("/") != 0) { fail(&note, "chdir", "/"); goto done; }
+
+    for (int i = 0; i < count; i++) {
+        if (!resolved[i].present) continue;
+        if (bind_entry(&note, &sorted[i], &resolved[i]) != 0) goto done;
+    }
+
+    char target[PATH_MAX + 16];
+    if (joined(target, sizeof target, "/newroot", scratch) != 0 || make_parents(target) != 0
+        || (mkdir(target, 0700) != 0 && errno != EEXIST)) {
+        fail(&note, "mkdir", scratch);
+        goto done;
+    }
+    snprintf(options, sizeof options, "mode=0700,size=%llu,uid=%u,gid=%u", (unsigned long long)scratch_bytes,
+             owner, group);
+    if (mount("xcallback-scratch", target, "tmpfs", MS_NOSUID | MS_NODEV | (scratch_exec ? 0 : MS_NOEXEC),
+              options) != 0) {
+        fail(&note, "mount tmpfs", scratch);
+        goto done;
+    }
+    /* The root itself: nothing may be made beside what is bound. */
+    if (mount(NULL, "/newroot", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) != 0) {
+        fail(&note, "remount read-only", "/");
+        goto done;
+    }
+    /* pivot_root(".", ".") stacks the base on the new root; detaching it
+     * takes the host's whole file system with it. */
+    if (chdir("/newroot") != 0) { fail(&note, "chdir", "/newroot"); goto done; }
+    if (syscall(SYS_pivot_root, ".", ".") != 0) { fail(&note, "pivot_root", "/newroot"); goto done; }
+    if (umount2(".", MNT_DETACH) != 0) { fail(&note, "detach the host's root", NULL); goto done; }
+    if (chdir("/") != 0) { fail(&note, "chdir", "/"); goto done; }
+    result = 0;
+done:
+    free(sorted);
+    free(resolved);
+    return result;
+}
+
+int xcallback_become(uint32_t uid, uint32_t gid) {
+    for (int capability = 0; capability < 64; capability++) {
+        if (prctl(PR_CAPBSET_DROP, capability, 0, 0, 0) != 0) {
+            if (errno == EINVAL) break;
+            if (errno != EPERM) return -1;
+        }
+    }
+    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL) return -1;
+    pid_t parent = getppid();
+    /* Raw calls: glibc's wrappers signal every thread to change together,
+     * and there is only this one. */
+    if (syscall(SYS_setgroups, 0, NULL) != 0) return -1;
+    if (syscall(SYS_setresgid, gid, gid, gid) != 0) return -1;
+    if (syscall(SYS_setresuid, uid, uid, uid) != 0) return -1;
+    if (getuid() != uid || geteuid() != uid || getgid() != gid) {
+        errno = EPERM;
+        return -1;
+    }
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return -1;
+    /* The parent may have died between the change and the line above. */
+    if (getppid() != parent) {
+        errno = ESRCH;
+        return -1;
+    }
+    return 0;
+}
