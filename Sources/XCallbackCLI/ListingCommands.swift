@@ -103,7 +103,7 @@ struct RoutesCommand: ParsableCommand {
     @Flag(help: "One JSON object per route.") var json = false
 
     func run() throws {
-        let statuses = try probeAll(plugins, sandboxing: WorkerSandboxing(mode: .auto))
+        let statuses = try probeAll(plugins, sandboxing: WorkerSandboxing(mode: .auto, identity: try? WorkerIdentity.forHost(option: nil)))
         // The host's own routes come first: they are part of every table, and
         // their scheme is one no plug-in can take.
         for route in Correlation.builtInRoutes {
@@ -156,6 +156,8 @@ struct CheckCommand: ParsableCommand {
     @Flag(name: .customLong("allow-insecure-plugins"), help: "Skip the ownership and permission checks.")
     var allowInsecure = false
     @OptionGroup var sandbox: SandboxOptions
+    @Flag(help: "One JSON object: the plug-in, its routes and the sandbox its workers get (layers, system-call groups, grants).")
+    var json = false
 
     func validate() throws {
         if (file == nil) == directories.isEmpty {
@@ -172,8 +174,19 @@ struct CheckCommand: ParsableCommand {
         guard status.isLoaded, let info = status.info else {
             throw Failure.exit(status.error?.description ?? "\(file): not a valid plug-in")
         }
-        let effective = sandboxing.describe(forPluginAt: file, security: FileSecurity(allowInsecure: allowInsecure),
-                                            isolation: .process)
+        let security = FileSecurity(allowInsecure: allowInsecure)
+        if json {
+            print(JSONText.object([
+                ("path", .string(file)),
+                ("name", .string(info.name)),
+                ("version", .string(info.version)),
+                ("abi", .string("\(info.abiMajor).\(info.abiMinor)")),
+                ("routes", .strings(status.routes.map(\.text))),
+                ("sandbox", sandboxing.fields(forPluginAt: file, security: security)),
+            ]))
+            return
+        }
+        let effective = sandboxing.describe(forPluginAt: file, security: security, isolation: .process)
         print("\(shown(info.name)) \(shown(info.version)) (ABI \(info.abiMajor).\(info.abiMinor); sandbox: \(shown(effective)))")
         for route in status.routes {
             if let signature = status.signature(of: route) {
@@ -232,21 +245,25 @@ struct ProbeCommand: ParsableCommand {
 
 /// Just enough JSON for listings.
 enum JSONText {
-    enum Value {
+    indirect enum Value {
         case string(String), number(Int), bool(Bool), null
+        case strings([String])
+        case object([(String, Value)])
     }
 
     static func object(_ fields: [(String, Value)]) -> String {
-        "{" + fields.map { name, value in
-            let rendered: String
-            switch value {
-            case .string(let text): rendered = quote(text)
-            case .number(let number): rendered = String(number)
-            case .bool(let value): rendered = value ? "true" : "false"
-            case .null: rendered = "null"
-            }
-            return quote(name) + ":" + rendered
-        }.joined(separator: ",") + "}"
+        "{" + fields.map { name, value in quote(name) + ":" + render(value) }.joined(separator: ",") + "}"
+    }
+
+    static func render(_ value: Value) -> String {
+        switch value {
+        case .string(let text): quote(text)
+        case .number(let number): String(number)
+        case .bool(let value): value ? "true" : "false"
+        case .null: "null"
+        case .strings(let texts): "[" + texts.map(quote).joined(separator: ",") + "]"
+        case .object(let fields): object(fields)
+        }
     }
 
     static func quote(_ text: String) -> String { JSON.quoted(text) }

@@ -96,6 +96,7 @@ package struct RunCommand<Edition: CLIEdition>: ParsableCommand {
         configuration.workerExecutable = Edition.workerExecutable
         configuration.sandbox = sandbox.mode.value
         configuration.sandboxPolicy = try sandbox.policy()
+        configuration.workerIdentity = try sandbox.identity()
         try checkBeforeStart()
         configuration.restartPolicy.limit = restartLimit
         configuration.restartPolicy.window = .milliseconds(Int64(restartWindow * 1000))

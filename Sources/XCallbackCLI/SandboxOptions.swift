@@ -12,6 +12,19 @@ struct SandboxOptions: ParsableArguments {
             completion: .file(extensions: ["toml"]))
     var config: String?
 
+    @Option(name: .customLong("worker-user"), help: ArgumentHelp("The user a host run as root runs its workers as: a name, UID or UID:GID (default: nobody). Workers never run as root.", valueName: "user"))
+    var workerUser: String?
+
+    /// Who a root host's workers run as, or an exit saying why not.
+    func identity() throws -> WorkerIdentity? {
+        guard mode.value != .off else { return nil }
+        do {
+            return try WorkerIdentity.forHost(option: workerUser)
+        } catch {
+            throw Failure.exit(error.description)
+        }
+    }
+
     /// The operator's grants, or an exit naming the file and the problem.
     func policy() throws -> SandboxPolicy {
         guard let path = config else { return SandboxPolicy() }
@@ -31,7 +44,7 @@ struct SandboxOptions: ParsableArguments {
 
     /// The host side of the sandbox, as `run` would set it up.
     func sandboxing() throws -> WorkerSandboxing {
-        WorkerSandboxing(mode: mode.value, policy: try policy())
+        WorkerSandboxing(mode: mode.value, policy: try policy(), identity: try identity())
     }
 }
 

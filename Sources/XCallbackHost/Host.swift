@@ -72,7 +72,7 @@ public final class Host: Sendable {
         // namespace (about half a millisecond of the kernel's): only for a
         // host whose workers get them.
         self.sandboxing = WorkerSandboxing(mode: configuration.sandbox, policy: configuration.sandboxPolicy,
-                                           kernel: kernel)
+                                           kernel: kernel, identity: configuration.workerIdentity)
         registry.addBuiltIn(responses, routes: ResponseWaiters.routes)
         sampleWorkersForMetrics()
         countInFlightForMetrics()

@@ -34,6 +34,9 @@ public struct HostConfiguration: Sendable {
     public var sandbox = SandboxMode.auto
     /// The operator's grants (`--sandbox-config`).
     public var sandboxPolicy = SandboxPolicy()
+    /// Who a root host's workers run as (`--worker-user`); nil when the
+    /// host is not root.
+    public var workerIdentity: WorkerIdentity?
     /// Whether the host keeps the counts `run --metrics` serves (off: the
     /// request path does not even look for them).
     public var collectsMetrics = false

@@ -19,11 +19,15 @@ public final class WorkerSandboxing: Sendable {
     /// A declaration is a few lines; anything bigger is a mistake.
     static let maxDeclarationBytes = 64 * 1024
 
+    /// Who a root host's workers run as (nil: the host's own uid, not root).
+    public let identity: WorkerIdentity?
+
     public init(mode: SandboxMode, policy: SandboxPolicy = SandboxPolicy(),
-                kernel: KernelSupport = .probe(namespaces: true)) {
+                kernel: KernelSupport = .probe(namespaces: true), identity: WorkerIdentity? = nil) {
         self.mode = mode
         self.policy = policy
         self.kernel = kernel
+        self.identity = identity
     }
 
     /// What the plug-in at `path` declares, or nil when it has no sidecar.
@@ -53,7 +57,8 @@ public final class WorkerSandboxing: Sendable {
         guard mode != .off else { return nil }
         let capabilities = try effective(forPluginAt: path, security: security)
         let folder = try scratch.folder(for: path, named: CapabilityDeclaration.baseName(of: path))
-        return SandboxPlan(capabilities: capabilities, scratch: folder, pluginPath: path, strict: mode == .strict)
+        return SandboxPlan(capabilities: capabilities, scratch: folder, pluginPath: path, strict: mode == .strict,
+                           fileView: kernel.fileView, identity: identity)
     }
 
     /// One line for `check` and `plugins`: the sandbox the plug-in's
@@ -64,7 +69,8 @@ public final class WorkerSandboxing: Sendable {
         do {
             let capabilities = try effective(forPluginAt: path, security: security)
             let missing = kernel.missing.map { "; without \($0)" } ?? ""
-            return capabilities.summary + missing + "; layers: " + kernel.layers(for: capabilities).joined(separator: ", ")
+            let user = identity.map { "; uid \($0.uid)" } ?? ""
+            return capabilities.summary + missing + "; layers: " + kernel.layers(for: capabilities).joined(separator: ", ") + user
         } catch {
             return "refused: \(error.reasonText)"
         }
