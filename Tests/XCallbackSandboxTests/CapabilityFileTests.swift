@@ -51,10 +51,11 @@ struct CapabilityFileTests {
         #expect(declared.narrowed(by: policy.ceiling(forPluginAt: "/p/liby.so")).ipc)
         #expect(Namespaces.wanted(by: .default) == [.ipc, .network])
         #expect(Namespaces.wanted(by: declared) == [.network])
-        let kernel = KernelSupport(landlockABI: 7, seccomp: true, namespaces: [.user, .ipc, .network])
-        #expect(kernel.layers(for: .default) == ["landlock 7", "seccomp", "ipc namespace", "network namespace"])
+        let kernel = KernelSupport(landlockABI: 7, seccomp: true, namespaces: [.user, .ipc, .network, .mount])
+        #expect(kernel.layers(for: .default) == ["landlock 7", "seccomp", "file view", "ipc namespace", "network namespace"])
         #expect(KernelSupport(landlockABI: nil, seccomp: true).layers(for: declared)
-                == ["seccomp", "no namespaces (the kernel lends none to this user)"])
+                == ["seccomp", "no namespaces (the kernel lends none to this user)",
+                    "no file view (stat and inotify see the host's paths; modes, times and xattrs refused)"])
     }
 
     @Test("the effective set is the intersection of the declaration and the operator's grants")
