@@ -68,10 +68,8 @@ struct PluginsCommand: ParsableCommand {
             Failure.note("no plug-in files found; searched \(plugins.resolved.map(shown).joined(separator: ", "))")
         }
         for status in statuses {
-            let effective = sandboxing.describe(forPluginAt: status.path, security: security, isolation: .process)
-            let layers: JSONText.Value = status.isLoaded
-                ? sandboxing.layers(forPluginAt: status.path, security: security).map { .string($0.joined(separator: ", ")) } ?? .null
-                : .null
+            let sandbox = sandboxing.describing(forPluginAt: status.path, security: security, isolation: .process)
+            let effective = sandbox.text
             if json {
                 print(JSONText.object([
                     ("path", .string(status.path)),
@@ -81,8 +79,7 @@ struct PluginsCommand: ParsableCommand {
                     ("abi", status.info.map { .string("\($0.abiMajor).\($0.abiMinor)") } ?? .null),
                     ("routes", .number(status.routes.count)),
                     ("error", status.error.map { .string($0.description) } ?? .null),
-                    ("sandbox", status.isLoaded ? .string(effective) : .null),
-                    ("layers", layers),
+                    ("sandbox", status.isLoaded ? JSONText.fields(of: sandbox) : .null),
                     ("refusedRoutes", .number(status.refusedRoutes.count)),
                 ]))
             } else if let info = status.info, status.isLoaded {
@@ -232,24 +229,52 @@ struct ProbeCommand: ParsableCommand {
 
 /// Just enough JSON for listings.
 enum JSONText {
-    enum Value {
+    indirect enum Value {
         case string(String), number(Int), bool(Bool), null
+        case array([Value])
+        case object([(String, Value)])
     }
 
     static func object(_ fields: [(String, Value)]) -> String {
-        "{" + fields.map { name, value in
-            let rendered: String
-            switch value {
-            case .string(let text): rendered = quote(text)
-            case .number(let number): rendered = String(number)
-            case .bool(let value): rendered = value ? "true" : "false"
-            case .null: rendered = "null"
-            }
-            return quote(name) + ":" + rendered
-        }.joined(separator: ",") + "}"
+        render(.object(fields))
+    }
+
+    static func render(_ value: Value) -> String {
+        switch value {
+        case .string(let text): quote(text)
+        case .number(let number): String(number)
+        case .bool(let value): value ? "true" : "false"
+        case .null: "null"
+        case .array(let values): "[" + values.map(render).joined(separator: ",") + "]"
+        case .object(let fields): "{" + fields.map { quote($0) + ":" + render($1) }.joined(separator: ",") + "}"
+        }
     }
 
     static func quote(_ text: String) -> String { JSON.quoted(text) }
+
+    /// A plug-in's sandbox as fields, its grants in the shape of a
+    /// capability declaration (`NAME.caps.toml`: `network`, `memory` in MiB,
+    /// `files` with `read` and `write`, ...): what scripts read, where the
+    /// text line is for people.
+    static func fields(of sandbox: SandboxDescription) -> Value {
+        let strings = { (values: [String]) in Value.array(values.map(Value.string)) }
+        let grants: Value = sandbox.grants.map { grants in
+            .object([
+                ("network", .bool(grants.network)), ("exec", .bool(grants.exec)), ("ipc", .bool(grants.ipc)),
+                ("memory", .number(grants.memoryMiB)), ("open_files", .number(grants.openFiles)),
+                ("processes", .number(grants.processes)), ("environment", strings(grants.environment)),
+                ("files", .object([("read", strings(grants.filesRead)), ("write", strings(grants.filesWrite))])),
+            ])
+        } ?? .null
+        return .object([
+            ("mode", .string(sandbox.mode.rawValue)),
+            ("layers", strings(sandbox.layers)),
+            ("groups", strings(sandbox.groups)),
+            ("grants", grants),
+            ("missing", sandbox.missing.map(Value.string) ?? .null),
+            ("refused", sandbox.refused.map(Value.string) ?? .null),
+        ])
+    }
 }
 
 /// A worker process of `run --isolation process`; not for people.
