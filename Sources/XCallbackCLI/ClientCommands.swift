@@ -36,7 +36,10 @@ struct SendCommand: ParsableCommand {
         // Non-blocking open fails with ENXIO when no host has the FIFO open.
         let fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else {
-            if errno == ENXIO { throw Failure.exit("no host is reading \(path) (start one with: xcallback run --fifo \(path))") }
+            // No reader, or no FIFO yet: either way no host is there, and
+            // the next step is the same (`run --fifo` makes the FIFO).
+            if errno == ENXIO { throw Failure.exit("no host is reading \(path) (start one with: xcallback run --fifo \(ShellWord.quoted(path)))") }
+            if errno == ENOENT { throw Failure.exit("no host has made \(path) (start one with: xcallback run --fifo \(ShellWord.quoted(path)))") }
             throw Failure.exit("cannot open \(path): \(String(cString: strerror(errno)))")
         }
         defer { close(fd) }

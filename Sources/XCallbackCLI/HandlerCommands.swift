@@ -81,16 +81,7 @@ struct InstallHandlerCommand: ParsableCommand {
 
     private func printHostHint(_ fifo: String?) {
         let path = fifo ?? (try? Environment.defaultFIFO()) ?? "$XDG_RUNTIME_DIR/xcallback-\(getuid()).fifo"
-        print("URLs go to the host reading \(path); start one with: xcallback run --fifo \(Self.shellQuoted(path))")
-    }
-
-    /// For a command line the user may paste into a shell.
-    private static func shellQuoted(_ word: String) -> String {
-        let plain = word.utf8.allSatisfy { byte in
-            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
-                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || "/._-+:@%=,".utf8.contains(byte)
-        }
-        return plain && !word.isEmpty ? word : "'" + word.replacing("'", with: #"'\''"#) + "'"
+        print("URLs go to the host reading \(path); start one with: xcallback run --fifo \(ShellWord.quoted(path))")
     }
 
     /// A launcher runs the entry from some other directory.

@@ -35,7 +35,7 @@ final class HostConnection {
     /// request and could answer it with anything.
     static func open(_ path: String) throws -> HostConnection {
         guard let connection = HostConnection(path: path) else {
-            throw Failure.exit("no host is listening on \(path) (start one with: xcallback run --socket \(path))", status: 3)
+            throw Failure.exit("no host is listening on \(path) (start one with: xcallback run --socket \(ShellWord.quoted(path)))", status: 3)
         }
         guard let peer = LocalPeer.uid(of: connection.descriptor), LocalPeer.isTrusted(peer) else {
             let who = LocalPeer.uid(of: connection.descriptor).map { "uid \($0)" } ?? "an unknown user"

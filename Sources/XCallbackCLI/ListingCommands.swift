@@ -68,10 +68,8 @@ struct PluginsCommand: ParsableCommand {
             Failure.note("no plug-in files found; searched \(plugins.resolved.map(shown).joined(separator: ", "))")
         }
         for status in statuses {
-            let effective = sandboxing.describe(forPluginAt: status.path, security: security, isolation: .process)
-            let layers: JSONText.Value = status.isLoaded
-                ? sandboxing.layers(forPluginAt: status.path, security: security).map { .string($0.joined(separator: ", ")) } ?? .null
-                : .null
+            let sandbox = sandboxing.describing(forPluginAt: status.path, security: security, isolation: .process)
+            let effective = sandbox.text
             if json {
                 print(JSONText.object([
                     ("path", .string(status.path)),
@@ -81,8 +79,7 @@ struct PluginsCommand: ParsableCommand {
                     ("abi", status.info.map { .string("\($0.abiMajor).\($0.abiMinor)") } ?? .null),
                     ("routes", .number(status.routes.count)),
                     ("error", status.error.map { .string($0.description) } ?? .null),
-                    ("sandbox", status.isLoaded ? .string(effective) : .null),
-                    ("layers", layers),
+                    ("sandbox", status.isLoaded ? JSONText.fields(of: sandbox) : .null),
                     ("refusedRoutes", .number(status.refusedRoutes.count)),
                 ]))
             } else if let info = status.info, status.isLoaded {
@@ -181,8 +178,8 @@ struct CheckCommand: ParsableCommand {
                 ("name", .string(info.name)),
                 ("version", .string(info.version)),
                 ("abi", .string("\(info.abiMajor).\(info.abiMinor)")),
-                ("routes", .strings(status.routes.map(\.text))),
-                ("sandbox", sandboxing.fields(forPluginAt: file, security: security)),
+                ("routes", .array(status.routes.map { .string($0.text) })),
+                ("sandbox", JSONText.fields(of: sandboxing.describing(forPluginAt: file, security: security, isolation: .process))),
             ]))
             return
         }
@@ -247,12 +244,12 @@ struct ProbeCommand: ParsableCommand {
 enum JSONText {
     indirect enum Value {
         case string(String), number(Int), bool(Bool), null
-        case strings([String])
+        case array([Value])
         case object([(String, Value)])
     }
 
     static func object(_ fields: [(String, Value)]) -> String {
-        "{" + fields.map { name, value in quote(name) + ":" + render(value) }.joined(separator: ",") + "}"
+        render(.object(fields))
     }
 
     static func render(_ value: Value) -> String {
@@ -261,12 +258,39 @@ enum JSONText {
         case .number(let number): String(number)
         case .bool(let value): value ? "true" : "false"
         case .null: "null"
-        case .strings(let texts): "[" + texts.map(quote).joined(separator: ",") + "]"
-        case .object(let fields): object(fields)
+        case .array(let values): "[" + values.map(render).joined(separator: ",") + "]"
+        case .object(let fields): "{" + fields.map { quote($0) + ":" + render($1) }.joined(separator: ",") + "}"
         }
     }
 
     static func quote(_ text: String) -> String { JSON.quoted(text) }
+
+    /// A plug-in's sandbox as fields, its grants in the shape of a
+    /// capability declaration (`NAME.caps.toml`: `network`, `memory` in MiB,
+    /// `files` with `read` and `write`, ...): what scripts read, where the
+    /// text line is for people.
+    static func fields(of sandbox: SandboxDescription) -> Value {
+        let strings = { (values: [String]) in Value.array(values.map(Value.string)) }
+        let grants: Value = sandbox.grants.map { grants in
+            .object([
+                ("network", .bool(grants.network)), ("exec", .bool(grants.exec)), ("ipc", .bool(grants.ipc)),
+                ("memory", .number(grants.memoryMiB)), ("open_files", .number(grants.openFiles)),
+                ("processes", .number(grants.processes)), ("scratch", .number(grants.scratchMiB)),
+                ("environment", strings(grants.environment)),
+                ("files", .object([("read", strings(grants.filesRead)), ("write", strings(grants.filesWrite))])),
+            ])
+        } ?? .null
+        return .object([
+            ("mode", .string(sandbox.mode.rawValue)),
+            ("layers", strings(sandbox.layers)),
+            ("groups", strings(sandbox.groups)),
+            ("grants", grants),
+            ("fileView", .bool(sandbox.fileView)),
+            ("uid", sandbox.uid.map { .number(Int($0)) } ?? .null),
+            ("missing", sandbox.missing.map(Value.string) ?? .null),
+            ("refused", sandbox.refused.map(Value.string) ?? .null),
+        ])
+    }
 }
 
 /// A worker process of `run --isolation process`; not for people.

@@ -14,7 +14,8 @@ struct NewCommand: ParsableCommand {
         abstract: "Make a new plug-in project: source, build file, sample requests and a README.",
         discussion: """
             The project is made in the folder NAME (it must not exist). It builds with `make` (C), \
-            `swift build` (Swift) or `cargo build` (Rust), offline. Swift and Rust projects depend on \
+            `swift build` (Swift) or `cargo build` (Rust), offline. Its Makefile and README call this \
+            xcallback: `xcallback` when that is the one on PATH, else this binary's full path. Swift and Rust projects depend on \
             this xcallback's kit by path: the checkout this binary was built from, when it can find \
             one, else the copy the binary carries, written to $XDG_DATA_HOME/xcallback/bindings \
             (`xcallback sdk --kit`); --kit names a checkout or such a folder instead.
@@ -43,7 +44,10 @@ struct NewCommand: ParsableCommand {
         guard lstat(name, &status) != 0 else { throw Failure.exit("\(name) already exists; choose another name or remove it") }
         // C needs only the header, which `make` finds through `xcallback sdk`.
         let kits = language == .c ? nil : try KitLocation.folderOrUserCopy(kit: kit)
-        let files = PluginTemplate(name: name, language: language, kits: kits).files
+        let binary = NewProjectBinary()
+        var template = PluginTemplate(name: name, language: language, kits: kits)
+        (template.binary, template.binaryForMake) = (binary.command, binary.makeValue)
+        let files = template.files
         guard mkdir(name, 0o755) == 0 else { throw Failure.exit("cannot make \(name): \(String(cString: strerror(errno)))") }
         for file in files {
             let path = name + "/" + file.path
@@ -55,7 +59,7 @@ struct NewCommand: ParsableCommand {
             }
         }
         print("made \(name)/ (\(language.rawValue)): \(files.map(\.path).joined(separator: ", "))")
-        print("next: cd \(name) && \(language.buildCommand) && xcallback check \(language.libraryPath(name))")
+        print("next: cd \(name) && \(language.buildCommand) && \(binary.command) check \(language.libraryPath(name))")
     }
 
     private static func makeFolders(_ path: String) throws {

@@ -67,12 +67,31 @@ package enum Environment {
             throw Failure.exit("cannot use \(directory): \(String(cString: strerror(errno)))")
         }
         guard (info.st_mode & S_IFMT) == S_IFDIR, info.st_uid == getuid(), info.st_mode & 0o077 == 0 else {
-            let mode = String(info.st_mode & 0o7777, radix: 8)
             throw Failure.exit("\(directory) is not a private folder (it must be a directory of uid \(getuid()), "
-                + "not a symlink, mode 0700; it is owned by uid \(info.st_uid), mode 0\(mode)): "
+                + "not a symlink, mode 0700; it is \(whatItIs(directory, info))): "
                 + "remove it, or name the FIFO or socket explicitly")
         }
         return directory
+    }
+
+    /// What the runtime folder is instead of a private directory, the
+    /// failing point first: a symlink (and where to), another kind of
+    /// file, or a directory of another user or open to others.
+    private static func whatItIs(_ path: String, _ info: stat) -> String {
+        let mode = "mode 0" + String(info.st_mode & 0o7777, radix: 8)
+        switch info.st_mode & S_IFMT {
+        case S_IFLNK:
+            var target = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+            let count = readlink(path, &target, target.count - 1)
+            let to = count > 0 ? " to " + String(decoding: target[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self) : ""
+            return "a symlink\(to), owned by uid \(info.st_uid)"
+        case S_IFDIR:
+            return "a directory owned by uid \(info.st_uid), \(mode)"
+        case S_IFREG:
+            return "a regular file, owned by uid \(info.st_uid), \(mode)"
+        default:
+            return "not a directory (a special file), owned by uid \(info.st_uid), \(mode)"
+        }
     }
 
     static func defaultFIFO() throws -> String { try runtimeDirectory() + "/xcallback-\(getuid()).fifo" }

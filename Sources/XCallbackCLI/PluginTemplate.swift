@@ -13,6 +13,11 @@ struct PluginTemplate {
     /// The kits' folder (`KitLocation`): the Swift kit's package in
     /// `swift/`, the Rust crate in `rust/xcallback/`; nil for C.
     var kits: String?
+    /// The xcallback that makes the project, as its build file, README and
+    /// `make check` call it (`NewProjectBinary`).
+    var binary = "xcallback"
+    /// `binary` as a Makefile value.
+    var binaryForMake = "xcallback"
 
     /// Schemes may not hold `_` (RFC 3986): `my_tool` answers `my-tool://`.
     var scheme: String { PluginNaming.scheme(forName: name) }
@@ -39,8 +44,8 @@ struct PluginTemplate {
 
             ```sh
             \(build)                                   # builds \(library)
-            xcallback check \(library)
-            xcallback run --plugins \(library.contains("/") ? String(library[..<library.lastIndex(of: "/")!]) : ".") < requests.txt
+            \(binary) check \(library)
+            \(binary) run --plugins \(library.contains("/") ? String(library[..<library.lastIndex(of: "/")!]) : ".") < requests.txt
             ```
 
             Install: copy the library under a dot-name into a plug-in folder not writable by others,
@@ -112,8 +117,8 @@ struct PluginTemplate {
                 """),
             File(path: "Makefile", text: """
                 # `make` builds lib\(name).so; `make check` and `make run` try it.
-                # Needs xcallback on PATH, or: make XCALLBACK=/path/to/xcallback
-                XCALLBACK ?= xcallback
+                # XCALLBACK is the xcallback that made this project; another: make XCALLBACK=/path/to/xcallback
+                XCALLBACK ?= \(binaryForMake)
                 CFLAGS ?= -std=c11 -O2 -Wall -Wextra -Wmissing-prototypes
 
                 lib\(name).so: \(name).c
@@ -133,7 +138,7 @@ struct PluginTemplate {
 
                 """),
             readme(build: "make", library: "lib\(name).so",
-                   kitNote: "`make` finds `xcallback.h` with `xcallback sdk --cflags`."),
+                   kitNote: "`make` finds `xcallback.h` with `\(binary) sdk --cflags` (`make XCALLBACK=...` names another xcallback)."),
         ]
     }
 

@@ -129,6 +129,12 @@ package struct RunCommand<Edition: CLIEdition>: ParsableCommand {
             } else if !files.isEmpty {
                 serve(files: files, host: host, records: records)
             } else {
+                // A person who typed `xcallback run` and nothing else would
+                // otherwise wait in silence, not knowing what it waits for.
+                if isatty(0) == 1 && format == .text {
+                    Diagnostics.console.write("xcallback: reading request URLs from the terminal, one per line; Ctrl-D ends "
+                        + "(pipe a file in, or serve --fifo or --socket)\n")
+                }
                 let progress = !noProgress && ProgressReporter.isWanted(input: 0, diagnostics: 2)
                     ? ProgressReporter(console: Diagnostics.console, input: 0) { host.outcomes } : nil
                 progress?.start()

@@ -71,7 +71,9 @@ struct TopCommand: ParsableCommand {
                 // The first scrape must work; later, a host that went away is said.
                 guard previous != nil else {
                     terminal?.restore()
-                    throw Failure.exit(error.message)
+                    guard error.nobodyListens else { throw Failure.exit(error.message) }
+                    throw Failure.exit("\(error.message): no host serves metrics there (start one with: "
+                        + "xcallback run --metrics \(ShellWord.quoted(address.description)) --socket PATH, or name its address: xcallback top ADDRESS)")
                 }
                 failure = error.message
             }

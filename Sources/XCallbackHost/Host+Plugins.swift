@@ -60,6 +60,9 @@ extension Host {
     /// routes go away. A file whose stamp is unchanged is not looked at
     /// again, so a broken file is reported once, until it changes.
     func reconcile(_ scan: PluginDiscovery.Scan, probeFirst: Bool) {
+        registry.skippedDirectories = scan.unreadableDirectories.filter { problem in
+            !scan.missingDirectories.contains { problem.hasPrefix($0 + ": ") }
+        }
         var present = Set<String>()
         for refusal in scan.refused {
             present.insert(refusal.path)

@@ -36,6 +36,44 @@ struct ListingTests {
         #expect(routes == Self.expectedRoutes)
     }
 
+    @Test("plugins --json gives the sandbox as fields (mode, layers, groups, grants, missing); the prose is the text line's")
+    func pluginsSandboxFields() throws {
+        let host = try HostFixture(["Calculator"])
+        let declaration = host.plugins + "/libCalculator.caps.toml"
+        try "network = true\nmemory = 256\n[files]\nread = [\"/usr/share\"]\n".write(toFile: declaration, atomically: true, encoding: .utf8)
+        chmod(declaration, 0o644)
+        let json = try xcallback(["plugins", "--plugins", host.plugins, "--json"])
+        #expect(json.status == .exited(0), "\(json.stderr)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any], "\(json.stdout)")
+        #expect(object["layers"] == nil, "the layers are the sandbox's: \(json.stdout)")
+        let sandbox = try #require(object["sandbox"] as? [String: Any], "\(json.stdout)")
+        #expect(sandbox["mode"] as? String == "auto")
+        let layers = try #require(sandbox["layers"] as? [String], "\(json.stdout)")
+        #expect((sandbox["groups"] as? [String])?.contains("@network") == true, "network is granted: \(json.stdout)")
+        #expect(sandbox.keys.contains("missing") && (sandbox["missing"] is NSNull || sandbox["missing"] is String))
+        #expect(sandbox["refused"] is NSNull)
+        let grants = try #require(sandbox["grants"] as? [String: Any], "\(json.stdout)")
+        #expect(grants["network"] as? Bool == true)
+        #expect(grants["exec"] as? Bool == false)
+        #expect(grants["memory"] as? Int == 256)
+        #expect(grants["open_files"] as? Int == 128)
+        #expect(grants["processes"] as? Int == 0)
+        let files = try #require(grants["files"] as? [String: Any])
+        #expect(files["read"] as? [String] == ["/usr/share"])
+        #expect(files["write"] as? [String] == [])
+        // The text line keeps the prose, with the same layers.
+        let text = try xcallback(["plugins", "--plugins", host.plugins])
+        #expect(text.stdout.contains("sandbox: network, read /usr/share, memory 256 MiB"), "\(text.stdout)")
+        #expect(text.stdout.contains("layers: " + layers.joined(separator: ", ") + (geteuid() == 0 ? "; uid " : ")")), "\(text.stdout)")
+        // Off: a mode, no layers, no grants.
+        let off = try xcallback(["plugins", "--plugins", host.plugins, "--json", "--sandbox", "off"])
+        let offSandbox = try #require((try JSONSerialization.jsonObject(with: Data(off.stdout.utf8)) as? [String: Any])?["sandbox"] as? [String: Any],
+                                      "\(off.stdout)")
+        #expect(offSandbox["mode"] as? String == "off")
+        #expect(offSandbox["layers"] as? [String] == [])
+        #expect(offSandbox["grants"] is NSNull)
+    }
+
     @Test("plugins shows a file that is not a plug-in as rejected, with the reason")
     func pluginsRejected() throws {
         let host = try HostFixture(["Calculator"])

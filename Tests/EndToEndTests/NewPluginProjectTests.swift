@@ -52,6 +52,11 @@ struct NewPluginProjectTests {
             guard let text = try? String(contentsOfFile: project + "/" + manifest, encoding: .utf8) else { continue }
             #expect(!text.contains("://"), "\(manifest) names a URL:\n\(text)")
         }
+        if language == "c" {
+            // The binary that made it is the one on PATH: the Makefile says `xcallback`, and stays portable.
+            let makefile = try String(contentsOfFile: project + "/Makefile", encoding: .utf8)
+            #expect(makefile.contains("\nXCALLBACK ?= xcallback\n"), "\(makefile)")
+        }
         try runIn(project, build, environment: environment)
         if language == "swift" {
             #expect(access(project + "/Package.resolved", F_OK) != 0, "the plug-in's package resolved packages beyond the kit")
@@ -89,6 +94,70 @@ struct NewPluginProjectTests {
           .scaledTimeLimit(minutes: 10))
     func rustProject() throws {
         try Self.makeAndDrive("rust", build: [try requireCargo(), "build", "--offline"], library: "target/debug/libNAME.so")
+    }
+
+    /// The README's `xcallback new NAME` (section "A plug-in in two minutes").
+    static func readmeProjectName() throws -> String {
+        let readme = try String(contentsOfFile: checkout + "/README.md", encoding: .utf8)
+        let line = try #require(readme.components(separatedBy: "\n").first { $0.hasPrefix("xcallback new ") })
+        return String(line.dropFirst("xcallback new ".count).prefix { $0 != " " })
+    }
+
+    @Test("C from a checkout's binary, not on PATH: the Makefile calls that binary, so make and make check work; the README's project and the guide's example load side by side",
+          .requires(.cc), .scaledTimeLimit(minutes: 3))
+    func cProjectFromCheckout() throws {
+        let scratch = try Scratch()
+        let home = scratch.file("home")
+        #expect(mkdir(home, 0o755) == 0)
+        let environment = ["HOME": home, "LANG": "C.UTF-8", "PATH": "/usr/bin:/bin"]
+        let binary = try #require(realpath(Products.xcallback, nil).map { pointer in
+            defer { free(pointer) }
+            return String(cString: pointer)
+        })
+        let name = try Self.readmeProjectName()
+        let made = try runIn(scratch.path, [Products.xcallback, "new", name, "--language", "c"], environment: environment)
+        #expect(made.stdout.contains("next: cd \(name) && make && \(binary) check lib\(name).so"), "\(made.stdout)")
+        let project = scratch.file(name)
+        let makefile = try String(contentsOfFile: project + "/Makefile", encoding: .utf8)
+        #expect(makefile.contains("\nXCALLBACK ?= \(binary)\n"), "\(makefile)")
+        let readme = try String(contentsOfFile: project + "/README.md", encoding: .utf8)
+        #expect(readme.contains("\(binary) check lib\(name).so"), "\(readme)")
+        try runIn(project, ["make"], environment: environment)
+        let check = try runIn(project, ["make", "check"], environment: environment)
+        #expect(check.stdout.contains("\(name.replacingOccurrences(of: "_", with: "-"))://x-callback-url/hello"), "\(check.stdout)")
+        // The guide's quick start builds Examples/c-plugin/hello.c: a
+        // plug-in of another name, so both load from one folder.
+        let plugins = scratch.file("plugins")
+        #expect(mkdir(plugins, 0o755) == 0)
+        chmod(plugins, 0o755)
+        try runIn(project, ["/bin/cp", "lib\(name).so", plugins + "/lib\(name).so"], environment: environment)
+        let include = try runIn(scratch.path, [Products.xcallback, "sdk", "--include-dir"], environment: environment)
+        try runIn(scratch.path, ["/usr/bin/cc", "-std=c11", "-shared", "-fPIC", "-I" + include.stdout.trimmingCharacters(in: .whitespacesAndNewlines),
+                                 Self.checkout + "/Examples/c-plugin/hello.c", "-o", plugins + "/hello.so"], environment: environment)
+        let listing = try xcallback(["plugins", "--plugins", plugins])
+        #expect(listing.status == .exited(0), "\(listing.stderr)")
+        #expect(listing.lines.count == 2 && listing.lines.allSatisfy { $0.hasPrefix("loaded ") }, "\(listing.stdout)")
+    }
+
+    @Test("Swift and Rust from a checkout's binary, not on PATH: the README and the next step call that binary, the kit is the checkout's")
+    func otherLanguagesFromCheckout() throws {
+        let scratch = try Scratch()
+        let environment = ["HOME": scratch.path, "LANG": "C.UTF-8", "PATH": "/usr/bin:/bin"]
+        let binary = try #require(realpath(Products.xcallback, nil).map { pointer in
+            defer { free(pointer) }
+            return String(cString: pointer)
+        })
+        for (language, manifest, library) in [("swift", "Package.swift", ".build/debug/libp_swift.so"),
+                                              ("rust", "Cargo.toml", "target/debug/libp_rust.so")] {
+            let name = "p_\(language)"
+            let made = try runIn(scratch.path, [Products.xcallback, "new", name, "--language", language], environment: environment)
+            #expect(made.stdout.contains("&& \(binary) check \(library)"), "\(made.stdout)")
+            let readme = try String(contentsOfFile: scratch.file(name) + "/README.md", encoding: .utf8)
+            #expect(readme.contains("\(binary) check \(library)"), "\(readme)")
+            let text = try String(contentsOfFile: scratch.file(name) + "/" + manifest, encoding: .utf8)
+            #expect(text.contains("path = \"\(Self.checkout)/bindings/rust/xcallback\"") || text.contains(".package(path: \"\(Self.checkout)/bindings/swift\")"),
+                    "\(manifest):\n\(text)")
+        }
     }
 
     @Test("an existing folder or a name that cannot be a scheme is refused")

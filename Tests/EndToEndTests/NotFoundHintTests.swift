@@ -7,7 +7,8 @@ import Glibc
 
 /// A request that matches no route says what may explain it
 /// (docs/usage.md, "Error codes"): the nearest route, a plug-in for its
-/// scheme that is quarantined, or a refused file that looks like it serves it.
+/// scheme that is quarantined, a refused file that looks like it serves it,
+/// or a plug-in folder that was skipped.
 @Suite("NotFoundAction hints", .ownThreads)
 struct NotFoundHintTests {
     @Test("a typo in the action suggests the nearest route")
@@ -30,6 +31,27 @@ struct NotFoundHintTests {
         let message = result.lines.first.flatMap { recordParameters($0).first { $0.name == "errorMessage" }?.value }
         #expect(message == "no route matches faulty://x-callback-url/fail; plug-in file \(faulty) was refused: file is writable by its group (mode 0775)")
         #expect(result.lines.last == "success?result=2")
+    }
+
+    @Test("a request for a scheme no plug-in serves says a default plug-in folder was skipped, and why",
+          .enabled(if: access("/usr/local/lib/xcallback/plugins", F_OK) != 0 && access("/usr/lib/xcallback/plugins", F_OK) != 0,
+                   "an xcallback is installed system-wide here (/usr/lib or /usr/local/lib/xcallback/plugins)"))
+    func skippedFolder() throws {
+        let scratch = try Scratch()
+        let data = scratch.file("data")
+        let folder = data + "/xcallback/plugins"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: Products.plugin("Calculator"), toPath: folder + "/libCalculator.so")
+        chmod(folder + "/libCalculator.so", 0o755)
+        chmod(folder, 0o775)
+        let run = try ChildProcess(["run", "-k", "--isolation", "none", "--no-summary"],
+                                   stdin: .bytes(Array("calc://x-callback-url/add?lhs=1&rhs=1\n".utf8)),
+                                   environment: ["HOME": scratch.path, "XDG_DATA_HOME": data, "PATH": "/usr/bin:/bin"])
+        #expect(run.waitForExit(timeout: 10) == .exited(0), "stderr: \(run.stderr)")
+        let message = ChildProcess.lines(run.stdout).first.flatMap { recordParameters($0).first { $0.name == "errorMessage" }?.value }
+        #expect(message == "no route matches calc://x-callback-url/add; skipped plug-in directory \(folder): refused: "
+                + "directory is writable by its group (mode 0775); run chmod g-w, or pass --allow-insecure-plugins",
+                "stdout: \(run.stdout) stderr: \(run.stderr)")
     }
 
     @Test("a miss on a quarantined plug-in's scheme says it is quarantined", .scaledTimeLimit(minutes: 1))

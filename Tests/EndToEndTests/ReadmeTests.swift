@@ -124,6 +124,42 @@ struct ReadmeTests {
         }
     }
 
+    @Test("the uninstall block removes all that install, sdk, sdk --kit and new write under the data folder, but plug-ins")
+    func uninstallLeavesNothing() throws {
+        let readme = try String(contentsOfFile: TestPostgres.repository + "/README.md", encoding: .utf8)
+        let install = try #require(Self.blocks(in: readme).first { $0.script.contains("install -Dm755") })
+        let uninstall = try #require(Self.blocks(in: readme).first { $0.script.contains("rm -f ~/.local/bin/xcallback") })
+        for keepsAPlugin in [false, true] {
+            let scratch = try Scratch()
+            let home = scratch.file("home"), bin = scratch.file("bin")
+            #expect(mkdir(home, 0o755) == 0 && mkdir(bin, 0o755) == 0)
+            // A copy away from the checkout writes the header and the kits
+            // to the data folder, as an installed binary does.
+            let copy = try ChildProcess(["/bin/cp", Products.xcallback, bin + "/xcallback"], executable: "/usr/bin/env")
+            #expect(copy.waitForExit(timeout: 30) == .exited(0))
+            let environment = ["HOME": home, "LANG": "C.UTF-8", "PATH": "\(bin):/usr/bin:/bin"]
+            // The install block's folders; then what sdk, sdk --kit and new write.
+            let folders = install.script.components(separatedBy: "\n").filter { $0.hasPrefix("mkdir -p ") }.joined(separator: "\n")
+            let setup = folders + """
+
+                cd "$HOME" && xcallback sdk > /dev/null && xcallback sdk --kit > /dev/null
+                xcallback new tried --language rust > /dev/null
+                \(keepsAPlugin ? "cp tried/src/lib.rs ~/.local/share/xcallback/plugins/libmine.so" : "")
+                """
+            for script in [setup, uninstall.script] {
+                let child = try ChildProcess(["-e", "-o", "pipefail", "-c", script], executable: "/bin/bash", environment: environment)
+                #expect(child.waitForExit(timeout: TestTiming.scaled(60)) == .exited(0), "\(script)\n\(child.stderr)")
+            }
+            let data = home + "/.local/share/xcallback"
+            if keepsAPlugin {
+                #expect((try? FileManager.default.contentsOfDirectory(atPath: data)) == ["plugins"], "the plug-ins stay, alone")
+                #expect(access(data + "/plugins/libmine.so", F_OK) == 0)
+            } else {
+                #expect(access(data, F_OK) != 0, "left: \((try? FileManager.default.subpathsOfDirectory(atPath: data)) ?? [])")
+            }
+        }
+    }
+
     @Test("no link in the README or the docs points outside the repository, and every file a link names exists")
     func links() throws {
         let root = TestPostgres.repository

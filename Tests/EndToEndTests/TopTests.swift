@@ -64,6 +64,25 @@ struct TopTests {
         session.finish()
     }
 
+    @Test("in a terminal: Ctrl-C is a key, as docs/observability.md says: it quits, exit 0, the screen given back",
+          .requires(.script),
+          .scaledTimeLimit(minutes: 1))
+    func terminalControlC() throws {
+        let session = try MetricsTests.Session()
+        try session.ask("calc://x-callback-url/add?lhs=1&rhs=2")
+        let command = "\(Products.xcallback) top --interval 0.2 \(session.metrics)"
+        let top = try ChildProcess(["-qfec", command, "/dev/null"], executable: Self.script, stdin: .pipe)
+        try #require(top.waitForStdout(timeout: TestTiming.scaled(10)) { output in
+            Self.frames(output).last.map { Self.total(of: "calculator", in: $0) == 1 } ?? false
+        }, "stdout: \(top.stdout) stderr: \(top.stderr)")
+        #expect(top.write("\u{03}"))
+        #expect(top.waitForExit(timeout: TestTiming.scaled(10)) == .exited(0), "stderr: \(top.stderr)")
+        #expect(top.stdout.contains("\u{1B}[?25h\u{1B}[?1049l"), "the screen given back")
+        let page = try String(contentsOfFile: TestPostgres.repository + "/docs/observability.md", encoding: .utf8)
+        #expect(page.contains("or Ctrl-C quits and gives the terminal back as it was, exit 0"))
+        session.finish()
+    }
+
     @Test("on a pipe: plain lines, one per plug-in a refresh, and --count ends it", .scaledTimeLimit(minutes: 1))
     func plainLines() throws {
         let session = try MetricsTests.Session()

@@ -146,7 +146,8 @@ final class Dispatcher: SynchronousCallOwner, InFlightOwner, Sendable {
         guard !pending.isFinished else { return }
         guard let match = pending.nextCandidate() else {
             let message = previous == nil
-                ? NotFoundMessage(pending.url).text(table: registry.table, statuses: registry.statuses)
+                ? NotFoundMessage(pending.url).text(table: registry.table, statuses: registry.statuses,
+                                                     skippedDirectories: registry.skippedDirectories)
                 : "every matching route declined the request (last: plug-in '\(previous!)')"
             finish(pending, HostError.notFound(message))
             return

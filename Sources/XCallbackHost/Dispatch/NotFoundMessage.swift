@@ -6,8 +6,10 @@ import XCallbackURL
 /// The message of a `NotFoundAction` that no route matched: what was asked
 /// for, then what may explain the miss, so the person reading the error
 /// callback need not go to the host's log: the route nearest to it (a typo),
-/// a plug-in for its scheme that is turned away now (quarantined), or a
-/// plug-in file that looks like it serves the scheme and was refused.
+/// a plug-in for its scheme that is turned away now (quarantined), a
+/// plug-in file that looks like it serves the scheme and was refused, or,
+/// when no route has the scheme at all, a plug-in directory that was skipped
+/// (group-writable, say): its plug-ins were never seen, so no file can be named.
 struct NotFoundMessage {
     var scheme: String
     var host: String
@@ -18,7 +20,7 @@ struct NotFoundMessage {
     }
 
     /// The message, with whatever of the registry's state bears on it.
-    func text(table: RouteTable<RouteTarget>, statuses: [PluginStatus]) -> String {
+    func text(table: RouteTable<RouteTarget>, statuses: [PluginStatus], skippedDirectories: [String] = []) -> String {
         var message = "no route matches \(scheme)://\(host)/\(path.joined(separator: "/"))"
         if let nearest = table.nearestRoute(scheme: scheme, host: host, path: path) {
             message += " (did you mean \(nearest.text)?)"
@@ -29,6 +31,10 @@ struct NotFoundMessage {
         } else if let refused = statuses.first(where: { $0.error != nil && Self.mayServe(wanted, $0) }),
                   let error = refused.error {
             message += "; plug-in file \(PrintableText.escaping(refused.path)) was refused: \(Self.phrase(error))"
+        } else if let skipped = skippedDirectories.first, table.values(ofScheme: scheme).isEmpty {
+            // Whole, with its remedy (chmod g-w): a person fixes the folder.
+            let text = PrintableText.escaping(skipped)
+            message += "; skipped plug-in directory \(text.count > 400 ? String(text.prefix(399)) + "…" : text)"
         }
         return message
     }

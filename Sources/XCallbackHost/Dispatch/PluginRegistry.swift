@@ -42,6 +42,10 @@ final class PluginRegistry: Sendable {
         var table = RouteTable<RouteTarget>()
         var statuses: [PluginStatus] = []
         var schemes = RoutedSchemes([])
+        /// The plug-in directories the last scan skipped though they exist
+        /// (`PluginDiscovery.Scan.unreadableDirectories` less the missing),
+        /// each as "DIR: why", for the `NotFoundAction` message.
+        var skippedDirectories: [String] = []
         /// The fast lane's view of `table`, built on first use after a change.
         var snapshot: RouteSnapshot?
     }
@@ -71,6 +75,12 @@ final class PluginRegistry: Sendable {
 
     var table: RouteTable<RouteTarget> { state.withLock { $0.table } }
     var statuses: [PluginStatus] { state.withLock { $0.statuses } }
+
+    /// The directories that exist and were skipped at the last scan.
+    var skippedDirectories: [String] {
+        get { state.withLock { $0.skippedDirectories } }
+        set { state.withLock { $0.skippedDirectories = newValue } }
+    }
 
     /// Whether a route uses the scheme of `url`: a callback there is
     /// dispatched inside the host instead of printed or opened.

@@ -11,17 +11,22 @@ public enum MetricsClient {
     /// What went wrong, in words for a person.
     public struct Failure: Error, Sendable {
         public let message: String
+        /// Nothing listens at the address (refused, or no such socket
+        /// file): no host serves metrics there, which `top` says how to fix.
+        public var nobodyListens = false
     }
 
     /// The body of `GET /metrics`, within `timeoutMilliseconds`.
     public static func fetch(_ address: MetricsAddress, timeoutMilliseconds: Int32 = 2000) throws(Failure) -> String {
         var failure = "cannot connect to \(address)"
+        var nobodyListens = false
         let body = address.withSocketAddress { fd, socketAddress, length -> String? in
             defer { close(fd) }
             var timeout = timeval(tv_sec: Int(timeoutMilliseconds / 1000), tv_usec: Int(timeoutMilliseconds % 1000) * 1000)
             setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
             setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
             guard connect(fd, socketAddress, length) == 0 else {
+                nobodyListens = errno == ECONNREFUSED || errno == ENOENT
                 failure = "cannot connect to \(address): \(String(cString: strerror(errno)))"
                 return nil
             }
@@ -48,7 +53,7 @@ public enum MetricsClient {
             }
             return String(text[split.upperBound...])
         } ?? nil
-        guard let body else { throw Failure(message: failure) }
+        guard let body else { throw Failure(message: failure, nobodyListens: nobodyListens) }
         return body
     }
 }

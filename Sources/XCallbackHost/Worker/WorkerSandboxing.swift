@@ -64,24 +64,31 @@ public final class WorkerSandboxing: Sendable {
     /// One line for `check` and `plugins`: the sandbox the plug-in's
     /// workers get, or why they get none.
     public func describe(forPluginAt path: String, security: FileSecurity, isolation: Isolation) -> String {
-        if isolation == .none { return "none (--isolation none runs plug-ins inside the host)" }
-        if mode == .off { return "off (--sandbox off)" }
-        do {
-            let capabilities = try effective(forPluginAt: path, security: security)
-            let missing = kernel.missing.map { "; without \($0)" } ?? ""
-            let user = identity.map { "; uid \($0.uid)" } ?? ""
-            return capabilities.summary + missing + "; layers: " + kernel.layers(for: capabilities).joined(separator: ", ") + user
-        } catch {
-            return "refused: \(error.reasonText)"
-        }
+        describing(forPluginAt: path, security: security, isolation: isolation).text
     }
 
-    /// The kernel's layers the plug-in's workers get here (Landlock's ABI,
-    /// seccomp, the namespaces of their own); nil with `--sandbox off` or
-    /// when the plug-in is refused.
-    public func layers(forPluginAt path: String, security: FileSecurity) -> [String]? {
-        guard mode != .off, let capabilities = try? effective(forPluginAt: path, security: security) else { return nil }
-        return kernel.layers(for: capabilities)
+    /// The sandbox the plug-in's workers get, as fields (`plugins --json`).
+    public func describing(forPluginAt path: String, security: FileSecurity, isolation: Isolation) -> SandboxDescription {
+        if isolation == .none { return SandboxDescription(mode: .none) }
+        let shown: SandboxDescription.Mode = switch mode {
+        case .auto: .auto
+        case .strict: .strict
+        case .off: .off
+        }
+        var description = SandboxDescription(mode: shown)
+        guard mode != .off else { return description }
+        do {
+            let capabilities = try effective(forPluginAt: path, security: security)
+            description.grants = capabilities
+            description.layers = kernel.layers(for: capabilities)
+            description.missing = kernel.missing
+            description.fileView = kernel.fileView
+            description.uid = identity?.uid
+            if kernel.seccomp { description.groups = SystemCallPolicy.groups(for: capabilities, fileView: kernel.fileView) }
+        } catch {
+            description.refused = error.reasonText
+        }
+        return description
     }
 
     /// Removes the plug-ins' scratch folders (their workers have exited).
