@@ -22,6 +22,27 @@ struct SwiftPluginPackageTests {
         let pointed = text.replacingOccurrences(of: #"path: "../../bindings/swift""#, with: "path: \"\(checkout)/bindings/swift\"")
         #expect(pointed != text, "the example's manifest no longer depends on the checkout by path")
         try pointed.write(toFile: manifest, atomically: true, encoding: .utf8)
+        // One route of Foundation's (dates through ICU and time-zone data,
+        // JSON), which a worker must be able to load in its default
+        // sandbox's file view: what a Swift plug-in author reaches for first.
+        let source = package + "/Sources/Greeter/Greeter.swift"
+        let greeter = try String(contentsOfFile: source, encoding: .utf8)
+        let withFoundation = "import Foundation\n" + greeter.replacingOccurrences(of: """
+                routes.action("greeter", "whoami") { request in
+            """, with: """
+                routes.action("greeter", "stamp") { request in
+                    let date = try ISO8601DateFormatter().date(from: request.parameter("at", as: String.self)) ?? Date(timeIntervalSince1970: 0)
+                    let formatter = DateFormatter()
+                    formatter.locale = Locale(identifier: "en_US_POSIX")
+                    formatter.timeZone = TimeZone(identifier: "Europe/Paris")
+                    formatter.dateFormat = "EEEE HH:mm zzz"
+                    let json = try JSONSerialization.data(withJSONObject: ["day": Calendar(identifier: .gregorian).component(.day, from: date)])
+                    return .success(["paris": formatter.string(from: date), "json": String(decoding: json, as: UTF8.self)])
+                }
+                routes.action("greeter", "whoami") { request in
+            """)
+        #expect(withFoundation != "import Foundation\n" + greeter, "the example's whoami route moved")
+        try withFoundation.write(toFile: source, atomically: true, encoding: .utf8)
         let build = try ChildProcess(["swift", "build", "--package-path", package, "--scratch-path", package + "/.build"],
                                      executable: "/usr/bin/env")
         let status = build.waitForExit(timeout: TestTiming.scaled(900))
@@ -56,6 +77,13 @@ struct SwiftPluginPackageTests {
                 "demo://failed?errorCode=ParameterError&errorMessage=parameter%20%27greeting%27%20must%20be%20one%20of%20hello%2C%20hi%2C%20welcome%2C%20got%20%27yo%27&errorDomain=greeter",
             ], "\(isolation)")
         }
+        // Foundation in a worker's default sandbox: ICU's data, the zone
+        // database and JSON, all inside its file view.
+        let stamp = try xcallback(["run", "--isolation", "process", "--plugins", plugins],
+                                  lines: ["greeter://x-callback-url/stamp?at=2026-11-28T07:00:00Z"])
+        #expect(stamp.lines == ["success?json=%7B%22day%22%3A28%7D&paris=Saturday%2008%3A00%20GMT%2B1"]
+                || stamp.lines == ["success?paris=Saturday%2008%3A00%20GMT%2B1&json=%7B%22day%22%3A28%7D"],
+                "\(stamp.stdout) \(stamp.stderr)")
         let check = try xcallback(["check", plugins + "/libGreeter.so"])
         #expect(check.status == .exited(0), "\(check.stderr)")
         #expect(check.lines.first?.hasPrefix("greeter 1.0.0") == true, "\(check.stdout)")
