@@ -37,6 +37,12 @@ struct FrameCodecTests {
         .returned(id: 0),
         .returned(id: .max),
         .shutdown,
+        .sync,
+        // Appended: tests name the samples above by index.
+        .ready(version: 4, info: .init(name: "bound", version: "1", summary: "", abiMajor: 1, abiMinor: 2),
+               routes: ["m://x-callback-url/sqrt", "m://x-callback-url/add"],
+               signatures: [QueryParameter("m://x-callback-url/sqrt", "double sqrt(double)")],
+               refused: [QueryParameter("calc://x-callback-url/add", "calculator"), QueryParameter("", "")]),
     ]
 
     static func encoded(_ frame: WorkerFrame) -> [UInt8] {
@@ -64,6 +70,7 @@ struct FrameCodecTests {
         case .result: .result
         case .returned: .returned
         case .shutdown: .shutdown
+        case .sync: .sync
         }
     }
 
@@ -92,10 +99,11 @@ struct FrameCodecTests {
     func kindNumbersAreFixed() {
         let kinds: [(WorkerFrame.Kind, UInt8)] = [
             (.hello, 1), (.ready, 2), (.loadFailed, 3), (.request, 4), (.result, 5), (.returned, 6), (.shutdown, 7),
+            (.sync, 8),
         ]
         for (kind, number) in kinds { #expect(kind.rawValue == number) }
         #expect(WorkerFrame.requestKind == 4 && WorkerFrame.resultKind == 5 && WorkerFrame.returnedKind == 6)
-        #expect(WorkerFrame.Kind(rawValue: 0) == nil && WorkerFrame.Kind(rawValue: 8) == nil)
+        #expect(WorkerFrame.Kind(rawValue: 0) == nil && WorkerFrame.Kind(rawValue: 9) == nil)
         #expect(WorkerFrame.maxPayload == 16 * 1024 * 1024)
     }
 
@@ -156,6 +164,10 @@ struct FrameCodecTests {
             // ready: a route count far past what the bytes can hold.
             #expect(Self.decode(2, payload {
                 $0.u32(3); $0.string("n"); $0.string("v"); $0.string("s"); $0.u16(1); $0.u16(0); $0.u32(length)
+            }) == nil)
+            // ready: a signature count past what the bytes can hold.
+            #expect(Self.decode(2, payload {
+                $0.u32(4); $0.string("n"); $0.string("v"); $0.string("s"); $0.u16(1); $0.u16(0); $0.u32(0); $0.u32(length)
             }) == nil)
             // request: a url length past the end.
             #expect(Self.decode(4, payload { $0.u64(1); $0.u32(0); $0.u32(length) }) == nil)
