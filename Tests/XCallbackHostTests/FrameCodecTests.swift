@@ -178,6 +178,22 @@ struct FrameCodecTests {
         #expect(Self.decode(3, payload { $0.u32(1); $0.output += [0x41] }) == .loadFailed(message: "A"))
     }
 
+    @Test("a ready frame with more signatures than routes is refused")
+    func moreSignaturesThanRoutes() {
+        var writer = WireWriter(output: [])
+        writer.u32(WorkerFrame.protocolVersion)
+        writer.string("n"); writer.string("v"); writer.string("s"); writer.u16(1); writer.u16(2)
+        writer.u32(1); writer.string("a://x-callback-url/b")
+        let base = writer.output
+        writer.pairs([QueryParameter("a://x-callback-url/b", "int b(void)")])
+        writer.pairs([])
+        #expect(Self.decode(2, writer.output) != nil)
+        writer.output = base
+        writer.pairs([QueryParameter("a://x-callback-url/b", "int b(void)"), QueryParameter("c", "int c(void)")])
+        writer.pairs([])
+        #expect(Self.decode(2, writer.output) == nil)
+    }
+
     @Test("a result code the wire does not define is refused")
     func unknownResultCodes() {
         let (kind, success) = Self.split(.result(id: 9, result: .outcome(Outcome(kind: .success, parameters: []))))
