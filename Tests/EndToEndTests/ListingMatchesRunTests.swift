@@ -89,4 +89,32 @@ struct ListingMatchesRunTests {
         #expect(records.count == 2, "\(records)")
         #expect(records.allSatisfy { $0.outcome == "error" }, "\(records)")
     }
+
+    /// The worker's sandbox supervisor is the probe's too: a constructor
+    /// the sandbox ends is named as `run` names it (it was "crashed while
+    /// loading (signal 31)" from a probe with no supervisor).
+    @Test("a constructor its sandbox ends: check names the call, as run does", .scaledTimeLimit(minutes: 1))
+    func sandboxEndsAConstructor() throws {
+        let fixture = try HostFixture([], isolation: "process")
+        // SIGCONT to its parent: harmless should it ever get through.
+        let library = try TestPlugin.build("signaller", source: """
+            #include <signal.h>
+            #include <unistd.h>
+            #include "xcallback.h"
+            XCALLBACK_PLUGIN("signaller", "1.0.0", "signals its parent while it loads")
+            __attribute__((constructor)) static void on_load(void) { kill(getppid(), SIGCONT); }
+            static void ok(const xcallback_request *r, xcallback_reply reply, void *u) { (void)r, (void)reply, (void)u; }
+            XCALLBACK_EXPORT int xcallback_plugin_register(const xcallback_host_api *api, xcallback_plugin *plugin)
+            {
+                return api->register_action(plugin, "sig", "ok", ok, NULL);
+            }
+            """, into: fixture.plugins)
+        let said = "the worker was ended by its sandbox for a forbidden system call (kill) before it was ready"
+        let check = try xcallback(["check", library])
+        #expect(check.status != .exited(0))
+        #expect(check.stderr.contains("\(library): \(said)"), "\(check.stderr)")
+        let run = try fixture.run([], lines: ["sig://x-callback-url/ok"])
+        #expect(run.stderr.contains(said), "\(run.stderr)")
+        #expect(run.stdout.contains("errorCode=NotFound"), "\(run.stdout)")
+    }
 }

@@ -34,17 +34,22 @@ public final class PluginProbe: Sendable {
 
     private let executable: String
     private let spawner: WorkerSpawner
+    /// Whether each probe waits for its worker's output to be logged (a
+    /// relay of its own; a host's relays its running workers' too).
+    private let waitsForOutput: Bool
 
     /// Probes with the executable at `executable` (`xcallback`); what the
     /// plug-ins print is logged to `logger`, as a host logs its workers'.
     public convenience init(executable: String, logger: Logger) {
-        self.init(executable: executable, spawner: WorkerSpawner(output: WorkerOutputRelay(logger: logger)))
+        self.init(executable: executable, spawner: WorkerSpawner(output: WorkerOutputRelay(logger: logger)),
+                  waitsForOutput: true)
     }
 
     /// Probes with a host's own spawner (its thread, zygote and relay).
-    init(executable: String, spawner: WorkerSpawner) {
+    init(executable: String, spawner: WorkerSpawner, waitsForOutput: Bool = false) {
         self.executable = executable
         self.spawner = spawner
+        self.waitsForOutput = waitsForOutput
     }
 
     /// What the plug-in at `path` is, as a worker under `sandboxing`
@@ -110,6 +115,7 @@ public final class PluginProbe: Sendable {
     /// workers printed, so a plug-in's lines come before what is printed
     /// about it.
     private func finishRelaying() {
+        guard waitsForOutput else { return }
         spawner.output.waitUntilRelayed(until: MonotonicClock.now + 1_000_000_000)
     }
 
@@ -120,7 +126,7 @@ public final class PluginProbe: Sendable {
             return PluginStatus(path: path, info: nil, routes: [], error: refusal)
         } else if error.timedOut {
             reason = .other("did not finish loading within \(timeLimit) s (a constructor or registration that never returns?)")
-        } else if let signal = error.exit?.signal {
+        } else if let signal = error.exit?.signal, error.violation == nil {
             reason = .crashed("signal \(signal), \(signalName(signal))")
         } else {
             // The worker's own message names the file first, as the path is

@@ -28,6 +28,9 @@ enum WorkerLauncher {
         var exit: WorkerExit? = nil
         /// It did not finish its handshake within the time limit.
         var timedOut = false
+        /// The forbidden system call its sandbox ended it for, if that is
+        /// how it ended.
+        var violation: String? = nil
         var description: String { message }
     }
 
@@ -177,12 +180,18 @@ enum WorkerLauncher {
             launch.parent.signalGroup(pid, SIGKILL)
             close(host)
             let exit = launch.parent.wait(for: pid)
-            throw StartError(message: message(exit), exit: endedAlone ? exit : nil, timedOut: timedOut)
+            throw StartError(message: message(exit), exit: endedAlone ? exit : nil, timedOut: timedOut,
+                             violation: endedAlone ? launch.supervisor?.violation : nil)
         }
         let timedOut = { (_: WorkerExit) in
             "\(pluginPath): the worker did not finish loading within \(timeout) s (a constructor or registration that never returns?)"
         }
-        let ended = { (exit: WorkerExit) in "\(pluginPath): the worker \(exit) before it was ready" }
+        let ended = { (exit: WorkerExit) in
+            if let call = launch.supervisor?.violation {
+                return "\(pluginPath): the worker was ended by its sandbox for a forbidden system call (\(call)) before it was ready"
+            }
+            return "\(pluginPath): the worker \(exit) before it was ready"
+        }
         switch next() {
         case .frame(.ready(let version, let info, let routes, let signatures, let refused)) where version == WorkerFrame.protocolVersion:
             // The worker's word for what it loaded: the plug-in's name shows
