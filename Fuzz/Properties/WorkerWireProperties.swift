@@ -411,6 +411,8 @@ enum WorkerWireProperties {
             guard fixed(4) != nil, string(), string(), string(), fixed(2) != nil, fixed(2) != nil,
                   let count = fixed(4), count <= WorkerFrame.maxRoutes else { return nil }
             for _ in 0..<count { guard string() else { return nil } }
+            guard let signatures = pairs(), signatures <= Int(count), let refused = pairs(),
+                  refused <= WorkerFrame.maxRoutes else { return nil }
         case 3:  // loadFailed
             guard string() else { return nil }
         case 4:  // request
@@ -422,7 +424,7 @@ enum WorkerWireProperties {
             else { return nil }
         case 6:  // returned
             guard fixed(8) != nil else { return nil }
-        case 7:  // shutdown
+        case 7, 8:  // shutdown, sync
             break
         default:
             return nil
@@ -452,11 +454,11 @@ enum WorkerWireProperties {
     static func stringCount(_ frame: WorkerFrame) -> Int {
         switch frame {
         case .hello(_, let taken): 2 * taken.count
-        case .ready(_, _, let routes): 3 + routes.count
+        case .ready(_, _, let routes, let signatures, let refused): 3 + routes.count + 2 * (signatures.count + refused.count)
         case .loadFailed: 1
         case .request(_, _, let fields): 3 + 2 * (fields.parameters.count + fields.arguments.count)
         case .result(_, .outcome(let outcome)): 2 * outcome.parameters.count
-        case .result(_, .declined), .returned, .shutdown: 0
+        case .result(_, .declined), .returned, .shutdown, .sync: 0
         }
     }
 }

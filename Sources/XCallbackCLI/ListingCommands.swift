@@ -8,9 +8,10 @@ import XCallbackURL
 /// Text from a file name or a plug-in, on one line.
 private func shown(_ text: String) -> String { PrintableText.escaping(text) }
 
-/// Probes every plug-in file of the directories, each in a child process,
-/// in the order the host loads them: each is told the routes the ones
-/// before it own, so a conflict comes out as it would in the host.
+/// Probes every plug-in file of the directories, each in a worker started
+/// as `run` starts it (`PluginProbe`), in the order the host loads them:
+/// each is told the routes the ones before it own, so a conflict comes out
+/// as it would in the host.
 private func probeAll(_ options: PluginDirectoryOptions, sandboxing: WorkerSandboxing) throws -> [PluginStatus] {
     let scan = PluginDiscovery(directories: options.resolved,
                                security: FileSecurity(allowInsecure: options.allowInsecure)).scan()
@@ -26,9 +27,10 @@ private func probeAll(_ options: PluginDirectoryOptions, sandboxing: WorkerSandb
     var taken: [QueryParameter] = []
     var names = Set<String>()
     var probed: [PluginStatus] = []
+    let probe = PluginProbe(executable: Environment.executable, logger: Diagnostics.logger)
+    let security = FileSecurity(allowInsecure: options.allowInsecure)
     for candidate in scan.candidates {
-        var status = PluginProbe.probe(candidate, executable: Environment.executable, allowInsecure: options.allowInsecure,
-                                       sandboxing: sandboxing, taken: taken, logger: Diagnostics.logger)
+        var status = probe.probe(candidate, security: security, sandboxing: sandboxing, taken: taken)
         if let info = status.info, status.isLoaded {
             // The host refuses a second plug-in of the same name.
             if !names.insert(info.name).inserted {
@@ -165,8 +167,8 @@ struct CheckCommand: ParsableCommand {
     func run() throws {
         guard let file else { return try checkFolders() }
         let sandboxing = try sandbox.sandboxing()
-        let status = PluginProbe.probe(file, executable: Environment.executable, allowInsecure: allowInsecure,
-                                       sandboxing: sandboxing, logger: Diagnostics.logger)
+        let status = PluginProbe(executable: Environment.executable, logger: Diagnostics.logger)
+            .probe(file, security: FileSecurity(allowInsecure: allowInsecure), sandboxing: sandboxing)
         sandboxing.removeScratchFolders()
         guard status.isLoaded, let info = status.info else {
             throw Failure.exit(status.error?.description ?? "\(file): not a valid plug-in")
@@ -216,27 +218,6 @@ extension CheckCommand {
         if problems > 0 {
             throw Failure.exit("\(problems) problem\(problems == 1 ? "" : "s") in \(directories.joined(separator: ", "))")
         }
-    }
-}
-
-/// The child side of PluginProbe; not for people.
-struct ProbeCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: PluginProbe.subcommand, shouldDisplay: false)
-
-    @Argument var file: String
-    @Flag(name: .customLong("allow-insecure-plugins")) var allowInsecure = false
-    @Option(name: .customLong("sandbox")) var sandbox: String?
-    @Option(name: .customLong("taken")) var taken: String?
-
-    func run() throws {
-        Diagnostics.bootstrapWorker(level: .error)
-        let plan = sandbox.flatMap(SandboxPlan.init(encoded:))
-        if sandbox != nil && plan == nil { throw ExitCode(2) }
-        let routes = taken.flatMap(PluginProbe.decodeTaken)
-        if taken != nil && routes == nil { throw ExitCode(2) }
-        throw ExitCode(PluginProbe.runChild(path: file, allowInsecure: allowInsecure, sandbox: plan, taken: routes ?? [],
-                                            logger: Diagnostics.logger))
     }
 }
 

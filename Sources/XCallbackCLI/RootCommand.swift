@@ -27,7 +27,7 @@ package enum RootCommand {
         )
     }
 
-    /// The host's internal entry points (`__worker`, `__probe`, `__zygote`) are picked
+    /// The host's internal entry points (`__worker`, `__zygote`) are picked
     /// out before parsing: outside the subcommand tree, they never appear in
     /// help, shell completions or the manual page (whose generator lists
     /// hidden subcommands too). Runs the one `arguments` names, then exits;
@@ -35,7 +35,6 @@ package enum RootCommand {
     package static func runInternalCommand(_ arguments: [String]) {
         switch arguments.first {
         case WorkerMain.subcommand?: WorkerCommand.main(Array(arguments.dropFirst()))
-        case PluginProbe.subcommand?: ProbeCommand.main(Array(arguments.dropFirst()))
         case WorkerZygote.subcommand?: ZygoteCommand.main(Array(arguments.dropFirst()))
         default: return
         }

@@ -159,9 +159,11 @@ extension Host {
     private func prepareInProcess(_ path: String, replacing: Bool, probeFirst: Bool) -> Prepared? {
         if probeFirst {
             // A file dropped into a running host may crash in its
-            // constructor: try it in a child before it can take the host.
-            let probe = PluginProbe.probe(path, executable: configuration.workerExecutable,
-                                          allowInsecure: configuration.allowInsecurePlugins, logger: logger)
+            // constructor: try it in a worker before it can take the host.
+            // Unsandboxed, as it will run here.
+            let probe = PluginProbe(executable: configuration.workerExecutable, spawner: spawner)
+                .probe(path, security: security, sandboxing: WorkerSandboxing(mode: .off, kernel: sandboxing.kernel),
+                       taken: registry.takenRoutes(excluding: path))
             if let error = probe.error {
                 logger.error("\(error.description)")
                 registry.refuse(error)

@@ -20,7 +20,13 @@ public enum WorkerFrame: Equatable, Sendable {
     case hello(version: UInt32, taken: [QueryParameter])
     /// Worker → host: the plug-in loaded; its identity and routes in
     /// registration order (a route's index is its handler index).
-    case ready(version: UInt32, info: WireInfo, routes: [String])
+    /// `signatures`: the C declaration of each route that calls a bound
+    /// function (route, declaration); `refused`: the routes it asked for
+    /// that `hello` named as taken (pattern, owner). `check`, `plugins` and
+    /// `routes` show all of it: they learn a plug-in from this frame, as
+    /// `run` does, never from a report of another kind.
+    case ready(version: UInt32, info: WireInfo, routes: [String], signatures: [QueryParameter] = [],
+               refused: [QueryParameter] = [])
     /// Worker → host: the plug-in could not be loaded.
     case loadFailed(message: String)
     /// Host → worker: run handler `handler` for request `id`.
@@ -33,9 +39,18 @@ public enum WorkerFrame: Equatable, Sendable {
     case returned(id: UInt64)
     /// Host → worker: finish and exit.
     case shutdown
+    /// Both ways, once: the host sends it when it has read `ready`, and
+    /// the worker echoes it from its request loop, which it enters only
+    /// after writing `ready`. So the worker's own `ready` always comes
+    /// before the echo: a host that reads anything between its `ready` and
+    /// the echo has read bytes the worker did not write as its handshake
+    /// (its plug-in's constructors wrote on the socket), and refuses it.
+    case sync
 
     /// 3: a request frame carries the request's attempt after its id.
-    public static let protocolVersion: UInt32 = 3
+    /// 4: a ready frame carries the routes' signatures and the refused
+    /// routes; `sync` ends the handshake.
+    public static let protocolVersion: UInt32 = 4
     /// Frames larger than this are a protocol error, not an allocation.
     public static let maxPayload = 16 * 1024 * 1024
     /// The most routes a ready frame may name: past it the frame is
@@ -59,7 +74,7 @@ public enum WorkerFrame: Equatable, Sendable {
     }
 
     public enum Kind: UInt8 {
-        case hello = 1, ready, loadFailed, request, result, returned, shutdown
+        case hello = 1, ready, loadFailed, request, result, returned, shutdown, sync
     }
 
     // MARK: encoding and decoding, kind by kind
@@ -71,7 +86,7 @@ public enum WorkerFrame: Equatable, Sendable {
                 writer.u32(version)
                 writer.pairs(taken)
             }
-        case .ready(let version, let info, let routes):
+        case .ready(let version, let info, let routes, let signatures, let refused):
             Self.appendFrame(.ready, into: &output) { writer in
                 writer.u32(version)
                 writer.string(info.name)
@@ -81,6 +96,8 @@ public enum WorkerFrame: Equatable, Sendable {
                 writer.u16(info.abiMinor)
                 writer.u32(UInt32(routes.count))
                 routes.forEach { writer.string($0) }
+                writer.pairs(signatures)
+                writer.pairs(refused)
             }
         case .loadFailed(let message):
             Self.appendFrame(.loadFailed, into: &output) { $0.string(message) }
@@ -92,6 +109,8 @@ public enum WorkerFrame: Equatable, Sendable {
             Self.appendFrame(.returned, into: &output) { $0.u64(id) }
         case .shutdown:
             Self.appendFrame(.shutdown, into: &output) { _ in }
+        case .sync:
+            Self.appendFrame(.sync, into: &output) { _ in }
         }
     }
 
@@ -114,9 +133,13 @@ public enum WorkerFrame: Equatable, Sendable {
                 guard let route = reader.string() else { return nil }
                 routes.append(route)
             }
-            guard reader.isAtEnd else { return nil }
+            // No more signatures than routes, no more refusals than routes
+            // may be: bounded before the handshake checks anything else.
+            guard let signatures = reader.pairs(), signatures.count <= routes.count,
+                  let refused = reader.pairs(), refused.count <= maxRoutes, reader.isAtEnd else { return nil }
             return .ready(version: version, info: WireInfo(name: name, version: pluginVersion, summary: summary,
-                                                           abiMajor: major, abiMinor: minor), routes: routes)
+                                                           abiMajor: major, abiMinor: minor), routes: routes,
+                          signatures: signatures, refused: refused)
         case .loadFailed:
             guard let message = reader.string(), reader.isAtEnd else { return nil }
             return .loadFailed(message: message)
@@ -130,6 +153,8 @@ public enum WorkerFrame: Equatable, Sendable {
             return returnedID(payload).map { .returned(id: $0) }
         case .shutdown:
             return payload.isEmpty ? .shutdown : nil
+        case .sync:
+            return payload.isEmpty ? .sync : nil
         }
     }
 

@@ -261,7 +261,7 @@ static void text(const char *s) { u32((uint32_t)strlen(s)); memcpy(frame + used,
 
 __attribute__((constructor)) static void forge_ready(void) {
     used = 5;
-    u32(3);
+    u32(4); /* WorkerFrame.protocolVersion */
     text("liar' is fine\n2026-11-26T16:00:00+0000 critical xcallback: [XCallbackHost] FORGED HOST LINE");
     text("1.0.0");
     text("liar");
@@ -269,6 +269,8 @@ __attribute__((constructor)) static void forge_ready(void) {
     u16(2);
     u32(1);
     text("liar://x-callback-url/echo");
+    u32(0); /* signatures */
+    u32(0); /* refused routes */
     uint32_t length = (uint32_t)(used - 5);
     memcpy(frame, &length, 4);
     frame[4] = 2; /* ready */
@@ -289,9 +291,9 @@ XCALLBACK_EXPORT int xcallback_plugin_register(const xcallback_host_api *api, xc
 }
 """#
 
-    /// A plug-in whose constructor writes the probe's report itself (to
-    /// the first pipe past stderr): a forged identity, or, with `FLOOD`,
-    /// gigabytes of it.
+    /// A plug-in whose constructor writes the old probe's report itself
+    /// (to every pipe it holds, stdout and stderr included): a forged
+    /// identity, or, with `FLOOD`, gigabytes of it.
     static func probeLiarSource(flood: Bool) -> String {
         (flood ? "#define FLOOD 1\n" : "") + #"""
 #include <stdio.h>
@@ -303,7 +305,7 @@ XCALLBACK_EXPORT int xcallback_plugin_register(const xcallback_host_api *api, xc
 XCALLBACK_PLUGIN("probeliar", "1.0.0", "Writes the probe's report itself")
 
 __attribute__((constructor)) static void forge_report(void) {
-    for (int fd = 3; fd < 64; fd++) {
+    for (int fd = 0; fd < 64; fd++) {
         struct stat info;
         if (fstat(fd, &info) != 0 || !S_ISFIFO(info.st_mode)) continue;
 #ifdef FLOOD

@@ -37,6 +37,12 @@ struct FrameCodecTests {
         .returned(id: 0),
         .returned(id: .max),
         .shutdown,
+        .sync,
+        // Appended: tests name the samples above by index.
+        .ready(version: 4, info: .init(name: "bound", version: "1", summary: "", abiMajor: 1, abiMinor: 2),
+               routes: ["m://x-callback-url/sqrt", "m://x-callback-url/add"],
+               signatures: [QueryParameter("m://x-callback-url/sqrt", "double sqrt(double)")],
+               refused: [QueryParameter("calc://x-callback-url/add", "calculator"), QueryParameter("", "")]),
     ]
 
     static func encoded(_ frame: WorkerFrame) -> [UInt8] {
@@ -64,6 +70,7 @@ struct FrameCodecTests {
         case .result: .result
         case .returned: .returned
         case .shutdown: .shutdown
+        case .sync: .sync
         }
     }
 
@@ -92,10 +99,11 @@ struct FrameCodecTests {
     func kindNumbersAreFixed() {
         let kinds: [(WorkerFrame.Kind, UInt8)] = [
             (.hello, 1), (.ready, 2), (.loadFailed, 3), (.request, 4), (.result, 5), (.returned, 6), (.shutdown, 7),
+            (.sync, 8),
         ]
         for (kind, number) in kinds { #expect(kind.rawValue == number) }
         #expect(WorkerFrame.requestKind == 4 && WorkerFrame.resultKind == 5 && WorkerFrame.returnedKind == 6)
-        #expect(WorkerFrame.Kind(rawValue: 0) == nil && WorkerFrame.Kind(rawValue: 8) == nil)
+        #expect(WorkerFrame.Kind(rawValue: 0) == nil && WorkerFrame.Kind(rawValue: 9) == nil)
         #expect(WorkerFrame.maxPayload == 16 * 1024 * 1024)
     }
 
@@ -157,6 +165,10 @@ struct FrameCodecTests {
             #expect(Self.decode(2, payload {
                 $0.u32(3); $0.string("n"); $0.string("v"); $0.string("s"); $0.u16(1); $0.u16(0); $0.u32(length)
             }) == nil)
+            // ready: a signature count past what the bytes can hold.
+            #expect(Self.decode(2, payload {
+                $0.u32(4); $0.string("n"); $0.string("v"); $0.string("s"); $0.u16(1); $0.u16(0); $0.u32(0); $0.u32(length)
+            }) == nil)
             // request: a url length past the end.
             #expect(Self.decode(4, payload { $0.u64(1); $0.u32(0); $0.u32(length) }) == nil)
             // result: a parameter name past the end.
@@ -164,6 +176,22 @@ struct FrameCodecTests {
         }
         // A length that fits is a frame.
         #expect(Self.decode(3, payload { $0.u32(1); $0.output += [0x41] }) == .loadFailed(message: "A"))
+    }
+
+    @Test("a ready frame with more signatures than routes is refused")
+    func moreSignaturesThanRoutes() {
+        var writer = WireWriter(output: [])
+        writer.u32(WorkerFrame.protocolVersion)
+        writer.string("n"); writer.string("v"); writer.string("s"); writer.u16(1); writer.u16(2)
+        writer.u32(1); writer.string("a://x-callback-url/b")
+        let base = writer.output
+        writer.pairs([QueryParameter("a://x-callback-url/b", "int b(void)")])
+        writer.pairs([])
+        #expect(Self.decode(2, writer.output) != nil)
+        writer.output = base
+        writer.pairs([QueryParameter("a://x-callback-url/b", "int b(void)"), QueryParameter("c", "int c(void)")])
+        writer.pairs([])
+        #expect(Self.decode(2, writer.output) == nil)
     }
 
     @Test("a result code the wire does not define is refused")

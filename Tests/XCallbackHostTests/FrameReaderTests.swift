@@ -218,7 +218,7 @@ struct FrameReaderTests {
     @Test("the reader stops at the first malformed frame: asking again never gives a frame past it",
           arguments: [
               Self.header(length: 0, kind: 0),
-              Self.header(length: 0, kind: 8),
+              Self.header(length: 0, kind: 9),
               Self.header(length: 3, kind: 0xFF) + [1, 2, 3],
               Self.header(length: 1, kind: WorkerFrame.Kind.shutdown.rawValue) + [0],
               Self.header(length: 7, kind: WorkerFrame.returnedKind) + [1, 2, 3, 4, 5, 6, 7],

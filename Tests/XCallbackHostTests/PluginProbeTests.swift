@@ -1,7 +1,11 @@
 import CXCallback
 import Dispatch
 import Foundation
+import Logging
 import Testing
+import XCallbackBridge
+import XCallbackSandbox
+import XCallbackURL
 
 @testable import XCallbackHost
 @testable import XCallbackSystem
@@ -12,13 +16,16 @@ import Glibc
 import Musl
 #endif
 
-/// `PluginProbe.probe`, the child-process validator behind `xcallback
-/// check` and `xcallback plugins`: the child is the built `xcallback`
-/// executable running `__probe FILE`.
-@Suite("Plug-in probe (child process)", .ownThreads)
+/// `PluginProbe.probe`, what `xcallback check`, `plugins` and `routes`
+/// learn a plug-in from: a worker of the built `xcallback` executable,
+/// started as `run` starts one, and its handshake.
+@Suite("Plug-in probe (a worker's handshake)", .ownThreads)
 struct PluginProbeTests {
-    private func probe(_ path: String, allowInsecure: Bool = false) -> PluginStatus {
-        PluginProbe.probe(path, executable: Paths.xcallback, allowInsecure: allowInsecure)
+    private func probe(_ path: String, allowInsecure: Bool = false, executable: String = Paths.xcallback,
+                       timeLimit: Int32 = PluginProbe.timeLimit) -> PluginStatus {
+        PluginProbe(executable: executable, logger: Logger(label: "probe-tests"))
+            .probe(path, security: FileSecurity(allowInsecure: allowInsecure), sandboxing: WorkerSandboxing(mode: .off),
+                   timeLimit: timeLimit)
     }
 
     /// A plug-in whose constructor runs `body` (C statements) when loaded.
@@ -66,6 +73,28 @@ struct PluginProbeTests {
         #expect(status.info?.summary == "Shows an alert: myapp://alert/show?title=&message=")
         #expect(status.info?.abiMajor == 1 && status.info?.abiMinor == Int(XCALLBACK_ABI_MINOR))
         #expect(status.routes.map(\.text) == ["myapp://alert/show"])
+    }
+
+    /// What `ready` carries past identity and routes: the routes refused
+    /// because plug-ins loaded before it own them (`taken`).
+    @Test func routesAlreadyTakenAreReportedRefused() throws {
+        let directory = try TemporaryDirectory()
+        let path = try CCompiler.plugin("yields", source: """
+            #include "xcallback.h"
+            XCALLBACK_PLUGIN("yields", "1.0.0", "lets a route go")
+            static void ok(const xcallback_request *r, xcallback_reply reply, void *u) { (void)r, (void)reply, (void)u; }
+            XCALLBACK_EXPORT int xcallback_plugin_register(const xcallback_host_api *api, xcallback_plugin *plugin)
+            {
+                (void)api->register_action(plugin, "t", "taken", ok, NULL);
+                return api->register_action(plugin, "t", "free", ok, NULL);
+            }
+            """, in: directory)
+        let status = PluginProbe(executable: Paths.xcallback, logger: Logger(label: "probe-tests"))
+            .probe(path, security: FileSecurity(allowInsecure: false), sandboxing: WorkerSandboxing(mode: .off),
+                   taken: [QueryParameter(name: "t://x-callback-url/taken", value: "other")])
+        #expect(status.error == nil, "\(String(describing: status.error))")
+        #expect(status.refusedRoutes == [RefusedRoute(pattern: "t://x-callback-url/taken", owner: "other")])
+        #expect(status.routes.map(\.text) == ["t://x-callback-url/free"])
     }
 
     @Test func aSwiftPluginIsReportedWithItsRoutes() {
@@ -150,11 +179,11 @@ struct PluginProbeTests {
         #expect(status.routes.map(\.text) == ["chatty://x-callback-url/ok"])
     }
 
-    @Test func aConstructorThatExitsEndsWithoutAReport() throws {
+    @Test func aConstructorThatExitsEndsBeforeItsWorkerIsReady() throws {
         let directory = try TemporaryDirectory()
         let path = try constructorPlugin("exits", "_exit(0);", in: directory)
         let error = try #require(probe(path).error)
-        #expect(error.description == "\(path): the probe ended without a report")
+        #expect(error.description == "\(path): the worker exited with status 0 before it was ready")
     }
 
     @Test func notAPlugin() throws {
@@ -162,7 +191,7 @@ struct PluginProbeTests {
         #expect(dlopen("libm.so.6", RTLD_NOW | RTLD_LOCAL) != nil)
         let libm = try #require(Self.loadedLibrary(named: "libm.so.6"))
         let status = probe(libm)
-        #expect(status.error?.reason == .notAPlugin)
+        #expect(!status.isLoaded)
         #expect(status.error?.description == "\(libm): not an xcallback plug-in (no xcallback_plugin_descriptor symbol)")
     }
 
@@ -190,20 +219,20 @@ struct PluginProbeTests {
     }
 
     @Test func aMissingExecutableIsReported() throws {
-        let status = PluginProbe.probe(Paths.sample("Alert"), executable: "/nonexistent/xcallback", allowInsecure: false)
+        let status = probe(Paths.sample("Alert"), executable: "/nonexistent/xcallback")
         let error = try #require(status.error)
-        #expect(error.description.contains("cannot start the probe"))
+        #expect(error.description.contains("cannot start a worker (/nonexistent/xcallback)"), "\(error)")
     }
 
-    /// A constructor that never returns: `probe` waits for the child with
-    /// no time limit, so `xcallback check` and `xcallback plugins` hang.
+    /// A constructor that never returns: the worker is killed at the time
+    /// limit, and the file refused (it once hung `check` and `plugins`).
     @Test func aConstructorThatHangsDoesNotHangTheProbe() throws {
         let directory = try TemporaryDirectory()
         let path = try constructorPlugin("hangs", "for (;;) pause();", in: directory)
         let done = DispatchSemaphore(value: 0)
         let result = Lock<PluginStatus?>(nil)
         Thread.detachNewThread {
-            let status = PluginProbe.probe(path, executable: Paths.xcallback, allowInsecure: false, timeLimit: 1)
+            let status = probe(path, timeLimit: 1)
             result.withLock { $0 = status }
             done.signal()
         }
@@ -211,7 +240,7 @@ struct PluginProbeTests {
         #expect(finished, "the probe was still waiting after 5 s with a 1 s limit")
         #expect(result.withLock { $0 }?.error?.description.contains("did not finish loading within 1 s") == true)
         if !finished {
-            // Clean up: kill our own probe child (found by parent pid and its argument), then the probe returns.
+            // Clean up: kill our own worker (found by parent pid and its argument), then the probe returns.
             let children = Self.childProcesses(withArgument: path)
             #expect(children.count == 1)
             for child in children { kill(child, SIGKILL) }

@@ -1,10 +1,9 @@
-import CHostSupport
 import Logging
 import XCallbackBridge
 import XCallbackRouting
-import XCallbackSandbox
 import XCallbackSystem
 import XCallbackURL
+import XCallbackWire
 
 #if canImport(Glibc)
 import Glibc
@@ -12,278 +11,131 @@ import Glibc
 import Musl
 #endif
 
-/// Validates a plug-in file in a child process (as GStreamer's plug-in
-/// scanner does): `dlopen` runs the plug-in's constructors, and a plug-in
-/// that crashes there must not take `xcallback plugins` or `check` down.
+/// Learns what a plug-in file is (its identity, its routes, what it was
+/// refused) for `check`, `plugins` and `routes`, and for a rescan's first
+/// look at a file dropped into a host that runs plug-ins in process.
 ///
-/// The child is this same executable started as `xcallback __probe FILE`;
-/// it answers on its stdout in a line format only this file reads.
-public enum PluginProbe {
-    /// The hidden subcommand name the child runs under.
-    public static let subcommand = "__probe"
-
-    /// Probes `path` with the executable at `executable`.
-    /// The probe is killed, and the file refused, past this many seconds: a
-    /// constructor or registration that never returns must not hang
+/// From a worker started as `run` starts one (`WorkerLauncher`: the same
+/// `__worker` entry, descriptors, sandbox plan and zygote), through the
+/// same handshake and frame decoder; then the worker is shut down. So what
+/// the operator is shown is what `run` registers, and there is one probe
+/// protocol, not two: a listing used to come from a report in a format of
+/// its own, on a descriptor a constructor could write a report to. A
+/// constructor that crashes or hangs takes only the worker down (as
+/// GStreamer's plug-in scanner keeps `gst-inspect` up).
+public final class PluginProbe: Sendable {
+    /// The worker is killed, and the file refused, past this many seconds:
+    /// a constructor or registration that never returns must not hang
     /// `xcallback check` or a rescan.
     public static let timeLimit: Int32 = 10
+    /// How long a probed worker has to run its plug-in's shutdown hook and
+    /// exit before it is killed.
+    static let shutdownGrace: Int32 = 1
 
-    /// With `sandboxing`, the child enters the sandbox a worker for the
-    /// file would, before its constructors run.
-    /// `taken` are the routes plug-ins loaded before it own (pattern,
-    /// owner): registering one fails as it would in the host.
-    /// What the plug-in prints while it loads is logged to `logger`, as a
-    /// worker's is (`WorkerOutputRelay`).
-    public static func probe(_ path: String, executable: String, allowInsecure: Bool,
-                             sandboxing: WorkerSandboxing? = nil, taken: [QueryParameter] = [],
-                             timeLimit: Int32 = PluginProbe.timeLimit, logger: Logger? = nil) -> PluginStatus {
-        // The child loads the very file checked here.
-        let file: PluginFile
+    private let executable: String
+    private let spawner: WorkerSpawner
+    /// Whether each probe waits for its worker's output to be logged (a
+    /// relay of its own; a host's relays its running workers' too).
+    private let waitsForOutput: Bool
+
+    /// Probes with the executable at `executable` (`xcallback`); what the
+    /// plug-ins print is logged to `logger`, as a host logs its workers'.
+    public convenience init(executable: String, logger: Logger) {
+        self.init(executable: executable, spawner: WorkerSpawner(output: WorkerOutputRelay(logger: logger)),
+                  waitsForOutput: true)
+    }
+
+    /// Probes with a host's own spawner (its thread, zygote and relay).
+    init(executable: String, spawner: WorkerSpawner, waitsForOutput: Bool = false) {
+        self.executable = executable
+        self.spawner = spawner
+        self.waitsForOutput = waitsForOutput
+    }
+
+    /// What the plug-in at `path` is, as a worker under `sandboxing`
+    /// reports it. `taken` are the routes plug-ins loaded before it own
+    /// (pattern, owner): registering one fails as it would in the host.
+    public func probe(_ path: String, security: FileSecurity, sandboxing: WorkerSandboxing,
+                      taken: [QueryParameter] = [], timeLimit: Int32 = PluginProbe.timeLimit) -> PluginStatus {
+        let (executable, spawner) = (executable, spawner)
+        // From the spawner's thread, as every worker is started: a worker
+        // dies with the thread that started it (PR_SET_PDEATHSIG).
+        let launched = spawner.run { () -> Result<WorkerLauncher.Launch, WorkerLauncher.StartError> in
+            Result { () throws(WorkerLauncher.StartError) in
+                try WorkerLauncher.launch(executable: executable, pluginPath: path, security: security,
+                                          sandboxing: sandboxing, taken: taken, zygote: spawner.zygote(for: executable),
+                                          output: spawner.output)
+            }
+        }
+        let launch: WorkerLauncher.Launch
+        switch launched {
+        case .success(let started): launch = started
+        case .failure(let error): return Self.refused(path, error, timeLimit: timeLimit)
+        }
+        let reader = FrameReader(descriptor: launch.socket)
+        let ready: WorkerProcess.Ready
         do {
-            file = try PluginFile.open(path, security: FileSecurity(allowInsecure: allowInsecure))
+            ready = try WorkerLauncher.awaitReady(launch, reader: reader, timeout: timeLimit)
         } catch {
-            return PluginStatus(path: path, info: nil, routes: [], error: error)
+            finishRelaying()
+            return Self.refused(path, error, timeLimit: timeLimit)
         }
-        defer { file.close() }
-        let plan: SandboxPlan?
-        do {
-            plan = try sandboxing?.plan(forPluginAt: path, security: FileSecurity(allowInsecure: allowInsecure))
-        } catch {
-            return PluginStatus(path: path, info: nil, routes: [], error: error)
+        let spoke = shutDown(launch, reader: reader)
+        finishRelaying()
+        if spoke {
+            return PluginStatus(path: path, info: nil, routes: [], error: PluginLoadError(path: path, reason: .other(
+                "its worker wrote frames after its handshake, before any request (its plug-in writes on the worker's socket)")))
         }
-        var output: [Int32] = [0, 0]
-        guard xcallback_pipe_cloexec(&output) == 0 else {
-            return failed(path, .other("pipe: \(String(cString: strerror(errno)))"))
-        }
-        // Its stderr is a pipe of its own too, never the caller's (a plug-in
-        // could set O_NONBLOCK on that, or truncate it). Non-blocking on the
-        // probe's side: past a pipe's worth, its prints are dropped rather
-        // than stalling it, and the caller reads them once it has ended.
-        var errors: [Int32] = [0, 0]
-        guard xcallback_pipe_cloexec(&errors) == 0 else {
-            close(output[0])
-            close(output[1])
-            return failed(path, .other("pipe: \(String(cString: strerror(errno)))"))
-        }
-        _ = fcntl(errors[0], F_SETFL, O_NONBLOCK)
-        _ = fcntl(errors[1], F_SETFL, O_NONBLOCK)
-        defer {
-            logPrinted(errors[0], by: path, to: logger)
-            close(errors[0])
-        }
-        let arguments = [subcommand, path]
-            + (allowInsecure ? [WorkerMain.allowInsecureFlag] : [])
-            + (plan.map { [WorkerMain.sandboxOption, $0.encoded] } ?? [])
-            + (taken.isEmpty ? [] : [takenOption, encode(taken)])
-        let library = ChildDescriptors.Placement(descriptor: file.descriptor, number: WorkerMain.libraryDescriptor)
-        let spawned = HostChild.spawn(executable, arguments: arguments, stdout: output[1], stderr: errors[1],
-                                      placing: [library], sandbox: plan)
-        close(output[1])
-        close(errors[1])
-        let pid: pid_t
-        switch spawned {
-        case .success(let child): pid = child
-        case .failure(let error):
-            close(output[0])
-            return failed(path, .other("cannot start the probe: \(error)"))
-        }
-        var tooLong = false
-        let text = readAll(output[0], deadline: MonotonicClock.now + UInt64(timeLimit) * 1_000_000_000, tooLong: &tooLong)
-        close(output[0])
-        kill(-pid, SIGKILL)  // anything its constructors started
-        guard let text else {
-            _ = WorkerExit.wait(for: pid)
-            if tooLong { return failed(path, .other("its probe wrote more than \(maxReportBytes) bytes of report; not a plug-in's")) }
-            return failed(path, .other("did not finish loading within \(timeLimit) s (a constructor or registration that never returns?)"))
-        }
-        if let signal = WorkerExit.wait(for: pid).signal {
-            return failed(path, .crashed("signal \(signal), \(signalName(signal))"))
-        }
-        return parse(text, path: path)
-    }
-
-    /// The child's side: load, report, exit.
-    /// The option the routes taken by earlier plug-ins come in.
-    public static let takenOption = "--taken"
-
-    /// `pattern=owner&…`, each percent-encoded.
-    static func encode(_ taken: [QueryParameter]) -> String {
-        taken.map { PercentEncoding.encode($0.name) + "=" + PercentEncoding.encode($0.value) }.joined(separator: "&")
-    }
-
-    /// What `encode` wrote; nil for anything else.
-    public static func decodeTaken(_ text: String) -> [QueryParameter]? {
-        var taken: [QueryParameter] = []
-        for item in text.split(separator: "&") {
-            let parts = item.split(separator: "=", maxSplits: 1)
-            guard parts.count == 2, let pattern = try? PercentEncoding.decode(parts[0]),
-                  let owner = try? PercentEncoding.decode(parts[1]) else { return nil }
-            taken.append(QueryParameter(name: pattern, value: owner))
-        }
-        return taken
-    }
-
-    public static func runChild(path: String, allowInsecure: Bool, sandbox: SandboxPlan?, taken: [QueryParameter] = [],
-                                logger: Logger) -> Int32 {
-        // Anything the plug-in prints must not be mistaken for the report.
-        let report = dup(1)
-        dup2(2, 1)
-        var lines: [String] = []
-        do throws(PluginLoadError) {
-            if let sandbox {
-                do {
-                    _ = try WorkerSandbox.enter(sandbox, report: nil, loadedFrom: WorkerMain.loadedFiles(
-                        path, checking: FileSecurity(allowInsecure: allowInsecure)))
-                } catch {
-                    throw PluginLoadError(path: path, reason: .other("cannot enter the sandbox: \(error)"))
-                }
-            }
-            let owners = RouteOwners(taken)
-            let plugin = try PluginLoader(logger: logger, security: FileSecurity(allowInsecure: allowInsecure))
-                .load(path, from: WorkerMain.libraryDescriptor) { owners.owner(ofSameShapeAs: $0) }
-            let info = plugin.info
-            lines.append(["plugin", info.name, info.version, "\(info.abiMajor).\(info.abiMinor)", info.summary].map(escape).joined(separator: "\t"))
-            for route in plugin.routes { lines.append("route\t" + escape(route.text)) }
-            // A separate line kind, after the routes: a reader that does not
-            // know it skips it (unknown kinds are ignored).
-            for (route, signature) in zip(plugin.routes, plugin.signatures) {
-                if let signature { lines.append(["signature", route.text, signature.description].map(escape).joined(separator: "\t")) }
-            }
-            for refused in plugin.refusedRoutes {
-                lines.append(["refused", refused.pattern, refused.owner].map(escape).joined(separator: "\t"))
-            }
-        } catch {
-            lines.append(["error", encode(error.reason), escape(error.description)].joined(separator: "\t"))
-        }
-        let text = lines.joined(separator: "\n") + "\n"
-        _ = text.withCString { write(report, $0, strlen($0)) }
-        return 0
-    }
-
-    private static func parse(_ text: String, path: String) -> PluginStatus {
-        var status = PluginStatus(path: path, info: nil, routes: [], error: nil)
-        for line in text.split(separator: "\n") {
-            let fields = line.split(separator: "\t", omittingEmptySubsequences: false).map { unescape(String($0)) }
-            switch fields.first {
-            case "plugin" where fields.count == 5:
-                // The report comes from a process that ran the plug-in's
-                // code: a name must be a name, as the host checks a worker's.
-                if let problem = PluginLoader.reportedIdentityProblem(name: fields[1], version: fields[2], summary: fields[4]) {
-                    return failed(path, .other("its probe \(problem)"))
-                }
-                let abi = fields[3].split(separator: ".").compactMap { Int($0) }
-                status.info = PluginInfo(path: path, name: fields[1], version: fields[2], summary: fields[4],
-                                         abiMajor: abi.first ?? 0, abiMinor: abi.dropFirst().first ?? 0)
-            case "route" where fields.count == 2:
-                if let pattern = try? RoutePattern(fields[1]) { status.routes.append(pattern) }
-            case "signature" where fields.count == 3:
-                status.signatures[fields[1]] = fields[2]
-            case "refused" where fields.count == 3:
-                status.refusedRoutes.append(RefusedRoute(pattern: fields[1], owner: fields[2]))
-            case "error" where fields.count == 3:
-                status.error = PluginLoadError(path: path, reason: decode(fields[1], message: fields[2], path: path))
-            default:
-                continue
-            }
-        }
-        if status.info == nil && status.error == nil {
-            status.error = PluginLoadError(path: path, reason: .other("the probe ended without a report"))
-        }
+        var status = PluginStatus(path: path, info: ready.info, routes: ready.routes.compactMap { try? RoutePattern($0) },
+                                  error: nil,
+                                  signatures: Dictionary(ready.signatures.map { ($0.name, $0.value) }, uniquingKeysWith: { first, _ in first }))
+        status.refusedRoutes = ready.refused.map { RefusedRoute(pattern: $0.name, owner: $0.value) }
         return status
     }
 
-    private static func failed(_ path: String, _ reason: PluginLoadError.Reason) -> PluginStatus {
-        PluginStatus(path: path, info: nil, routes: [], error: PluginLoadError(path: path, reason: reason))
-    }
-
-    /// The reason travels as its kind plus the full message, which the
-    /// parent shows as is.
-    private static func encode(_ reason: PluginLoadError.Reason) -> String {
-        switch reason {
-        case .notAPlugin: return "notAPlugin"
-        case .badDescriptor: return "badDescriptor"
-        case .registrationFailed: return "registrationFailed"
-        case .badManifest: return "badManifest"
-        default: return "other"
+    /// Asks the worker to shut down (its plug-in's shutdown hook runs, as
+    /// at a host's stop), then reaps it. True when it wrote any frame
+    /// meanwhile: a worker that has had no request has nothing to say, so
+    /// such a frame (a second `ready`, say) is one its plug-in wrote.
+    private func shutDown(_ launch: WorkerLauncher.Launch, reader: FrameReader) -> Bool {
+        WorkerLauncher.sendFrame(.shutdown, to: launch.socket)
+        // Through the handshake's reader: what it read past the echo counts.
+        let deadline = MonotonicClock.now + UInt64(Self.shutdownGrace) * 1_000_000_000
+        let spoke: Bool
+        switch reader.next(beforeBlocking: { WorkerLauncher.limitReads(launch.socket, until: deadline) }) {
+        case .end: spoke = false  // it exited, or its hook is still running: it is killed below
+        case .frame, .malformed, .intercepted: spoke = true
         }
+        close(launch.socket)
+        _ = launch.parent.reap(launch.pid, grace: 0)
+        return spoke
     }
 
-    private static func decode(_ kind: String, message: String, path: String) -> PluginLoadError.Reason {
-        // Keep the child's full wording; strip the path it already carries.
-        let prefix = path + ": "
-        let text = message.hasPrefix(prefix) ? String(message.dropFirst(prefix.count)) : message
-        switch kind {
-        case "notAPlugin": return .notAPlugin
-        case "badManifest":
-            let manifestPrefix = "binding manifest: "
-            return .badManifest(text.hasPrefix(manifestPrefix) ? String(text.dropFirst(manifestPrefix.count)) : text)
-        default: return .other(text)
+    /// Waits (a second at most) until the relay has logged what the probed
+    /// workers printed, so a plug-in's lines come before what is printed
+    /// about it.
+    private func finishRelaying() {
+        guard waitsForOutput else { return }
+        spawner.output.waitUntilRelayed(until: MonotonicClock.now + 1_000_000_000)
+    }
+
+    /// The refusal `check` shows for a worker that never became ready.
+    private static func refused(_ path: String, _ error: WorkerLauncher.StartError, timeLimit: Int32) -> PluginStatus {
+        let reason: PluginLoadError.Reason
+        if let refusal = error.refusal {
+            return PluginStatus(path: path, info: nil, routes: [], error: refusal)
+        } else if error.timedOut {
+            reason = .other("did not finish loading within \(timeLimit) s (a constructor or registration that never returns?)")
+        } else if let signal = error.exit?.signal, error.violation == nil {
+            reason = .crashed("signal \(signal), \(signalName(signal))")
+        } else {
+            // The worker's own message names the file first, as the path is
+            // printed; the refusal adds it again.
+            let prefix = PrintableText.escaping(path) + ": "
+            let prefixed = [prefix, path + ": "].first { error.message.hasPrefix($0) }
+            reason = .other(prefixed.map { String(error.message.dropFirst($0.count)) } ?? error.message)
         }
-    }
-
-    private static func escape(_ text: String) -> String {
-        text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\t", with: "\\t")
-            .replacingOccurrences(of: "\n", with: "\\n")
-    }
-
-    private static func unescape(_ text: String) -> String {
-        var result = ""
-        var escaping = false
-        for character in text {
-            if escaping {
-                result.append(character == "t" ? "\t" : character == "n" ? "\n" : character)
-                escaping = false
-            } else if character == "\\" {
-                escaping = true
-            } else {
-                result.append(character)
-            }
-        }
-        return result
-    }
-
-    /// The most a probe's report may hold: a plug-in that writes more is
-    /// not reporting (it held `check` at 4 GB before).
-    static let maxReportBytes = 1 << 20
-
-    /// Everything until end of file; nil if `deadline` passes first, or
-    /// past `maxReportBytes` (then `tooLong` is set).
-    static func readAll(_ descriptor: Int32, deadline: UInt64, tooLong: inout Bool) -> String? {
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let now = MonotonicClock.now
-            guard now < deadline else { return nil }
-            var ready = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
-            let waited = poll(&ready, 1, Int32((deadline - now) / 1_000_000) + 1)
-            if waited < 0 && errno == EINTR { continue }
-            if waited == 0 { continue }
-            let count = read(descriptor, &chunk, chunk.count)
-            if count < 0 && errno == EINTR { continue }
-            if count <= 0 { break }
-            bytes.append(contentsOf: chunk[0..<count])
-            if bytes.count > maxReportBytes {
-                tooLong = true
-                return nil
-            }
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
-
-    /// Logs what the probe printed (what its pipe holds), a line at a
-    /// time, escaped and cut as a worker's output is.
-    private static func logPrinted(_ descriptor: Int32, by path: String, to logger: Logger?) {
-        guard let logger else { return }
-        var lines = OutputLines()
-        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
-        let log = { (line: OutputLines.Line) in WorkerOutputRelay.log(line, plugin: path, stream: "stderr", to: logger) }
-        while true {
-            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { break }
-            chunk.withUnsafeBytes { lines.take(UnsafeRawBufferPointer(rebasing: $0[..<count]), emit: log) }
-        }
-        lines.end(emit: log)
+        return PluginStatus(path: path, info: nil, routes: [], error: PluginLoadError(path: path, reason: reason))
     }
 
     /// SIGSEGV, SIGABRT… for messages.
@@ -299,11 +151,5 @@ public enum PluginProbe {
         case SIGTRAP: return "SIGTRAP"
         default: return String(cString: strsignal(signal))
         }
-    }
-}
-
-extension String {
-    fileprivate func replacingOccurrences(of target: String, with replacement: String) -> String {
-        split(separator: target, omittingEmptySubsequences: false).joined(separator: replacement)
     }
 }

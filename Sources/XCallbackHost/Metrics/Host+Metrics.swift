@@ -22,7 +22,7 @@ extension WorkerEndCause {
     /// The `cause` label of a worker's death.
     init(_ death: WorkerDeath) {
         switch death {
-        case .crashed: self = .crash
+        case .crashed, .brokeProtocol: self = .crash
         case .sandboxViolation: self = .sandbox
         case .memoryLimit: self = .memory
         }

@@ -18,10 +18,17 @@ enum WorkerDeath: Equatable {
     /// The system call's name, or nil when its handler could not record it.
     case sandboxViolation(call: String?, WorkerExit)
     case memoryLimit(ceilingMiB: Int, WorkerExit)
+    /// The host ended it for a frame no ready worker sends, or one that did
+    /// not decode: its own `ready` after one its plug-in forged, say.
+    case brokeProtocol(WorkerExit)
 
-    /// What the worker's supervisor saw, and the page the dead worker shared.
-    init(exit: WorkerExit, page: WorkerPageReport?, sandbox: SandboxPlan?, supervisor: SandboxSupervisor?) {
-        if let call = supervisor?.violation {
+    /// What the worker's supervisor saw, the page the dead worker shared,
+    /// and whether the host ended it for what it wrote (`brokeProtocol`).
+    init(exit: WorkerExit, page: WorkerPageReport?, sandbox: SandboxPlan?, supervisor: SandboxSupervisor?,
+         brokeProtocol: Bool = false) {
+        if brokeProtocol {
+            self = .brokeProtocol(exit)
+        } else if let call = supervisor?.violation {
             self = .sandboxViolation(call: call, exit)
         } else if sandbox != nil, exit.signal == SIGSYS {
             self = .sandboxViolation(call: nil, exit)
@@ -51,6 +58,8 @@ enum WorkerDeath: Equatable {
             return "was ended by its sandbox for a forbidden system call (\(call ?? "not recorded"))"
         case .memoryLimit(let ceiling, let exit):
             return "reached its memory ceiling of \(ceiling) MiB and \(exit) (grant more with the 'memory' capability)"
+        case .brokeProtocol:
+            return "was ended for writing what no ready worker writes (its plug-in writes on the worker's socket)"
         }
     }
 
@@ -58,7 +67,7 @@ enum WorkerDeath: Equatable {
     func outcome(plugin: String) -> Outcome {
         let message = "the worker of plug-in '\(plugin)' \(description) while the request was in flight"
         switch self {
-        case .crashed: return HostError.crashed(message)
+        case .crashed, .brokeProtocol: return HostError.crashed(message)
         case .sandboxViolation: return HostError.sandboxViolation(message)
         case .memoryLimit: return HostError.memoryLimit(message)
         }

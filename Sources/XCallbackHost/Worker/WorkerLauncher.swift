@@ -20,6 +20,17 @@ enum WorkerLauncher {
     /// Why starting a worker failed.
     struct StartError: Error, CustomStringConvertible {
         var message: String
+        /// The refusal itself, when the file or its capabilities were
+        /// refused before any worker ran (its reason intact).
+        var refusal: PluginLoadError? = nil
+        /// How the worker ended, when it ended (or was ended) before it was
+        /// ready.
+        var exit: WorkerExit? = nil
+        /// It did not finish its handshake within the time limit.
+        var timedOut = false
+        /// The forbidden system call its sandbox ended it for, if that is
+        /// how it ended.
+        var violation: String? = nil
         var description: String { message }
     }
 
@@ -68,7 +79,7 @@ enum WorkerLauncher {
         do {
             file = try PluginFile.open(pluginPath, security: security)
         } catch {
-            throw StartError(message: error.description)
+            throw StartError(message: error.description, refusal: error)
         }
         defer { file.close() }
         // Read again for every start, like the file: the declaration and
@@ -77,7 +88,7 @@ enum WorkerLauncher {
         do {
             plan = try sandboxing.plan(forPluginAt: pluginPath, security: security)
         } catch {
-            throw StartError(message: error.description)
+            throw StartError(message: error.description, refusal: error)
         }
         var ends: [Int32] = [0, 0]
         guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else {
@@ -137,59 +148,131 @@ enum WorkerLauncher {
         // constructors run before the handshake ends.
         let supervisor = supervision[0] >= 0 ? SandboxSupervisor(channel: supervision[0], endGroup: { [parent, pid] in parent.signalGroup(pid, SIGKILL) }) : nil
         if let supervisor { Threads.detach { supervisor.serve() } }
-        var hello: [UInt8] = []
-        WorkerFrame.hello(version: WorkerFrame.protocolVersion, taken: taken).encode(into: &hello)
-        _ = write(host, hello, hello.count)
+        sendFrame(.hello(version: WorkerFrame.protocolVersion, taken: taken), to: host)
         return Launch(pid: pid, socket: host, progress: shared?.progress, plan: plan, supervisor: supervisor,
                       pluginPath: pluginPath, parent: parent, output: streams.channel, taken: taken)
     }
 
     private static func handshake(_ launch: Launch, timeout: Int32) throws(StartError) -> WorkerProcess {
+        let reader = FrameReader(descriptor: launch.socket)
+        let ready = try awaitReady(launch, reader: reader, timeout: timeout)
+        return WorkerProcess(pid: launch.pid, socket: launch.socket, progress: launch.progress, sandbox: launch.plan,
+                             supervisor: launch.supervisor, reader: reader, parent: launch.parent, ready: ready)
+    }
+
+    /// The handshake, the one way every worker is taken in (`run`'s, and
+    /// `PluginProbe`'s for `check`, `plugins` and `routes`): its `ready`,
+    /// checked, then the echo of the host's `sync` with nothing between,
+    /// all within `timeout` seconds. On failure the worker is ended and
+    /// reaped, and its socket closed.
+    static func awaitReady(_ launch: Launch, reader: FrameReader, timeout: Int32) throws(StartError) -> WorkerProcess.Ready {
         let (pid, host, pluginPath) = (launch.pid, launch.socket, launch.pluginPath)
-        var waiting = pollfd(fd: host, events: Int16(POLLIN), revents: 0)
-        let reader = FrameReader(descriptor: host)
-        let answer: FrameReader.Next = poll(&waiting, 1, timeout * 1000) > 0
-            ? reader.next(beforeBlocking: {}) : .end
-        switch answer {
-        case .frame(.ready(let version, let info, let routes)) where version == WorkerFrame.protocolVersion:
-            // The worker's word for what it loaded: the plug-in's name shows
-            // in every log line about it, so it must be a name (a forged one
-            // with newlines wrote whole log lines of the host's).
-            if let problem = readyProblem(info: info, routes: routes) {
-                close(host)
-                launch.parent.signalGroup(pid, SIGKILL)
-                _ = launch.parent.wait(for: pid)
-                throw StartError(message: "\(PrintableText.escaping(pluginPath)): the worker's handshake \(problem); not started")
-            }
-            launch.output?.rename(info.name)
-            let pluginInfo = PluginInfo(path: pluginPath, name: info.name, version: info.version, summary: info.summary,
-                                        abiMajor: Int(info.abiMajor), abiMinor: Int(info.abiMinor))
-            return WorkerProcess(pid: pid, socket: host, progress: launch.progress, sandbox: launch.plan,
-                                 supervisor: launch.supervisor, reader: reader, parent: launch.parent,
-                                 ready: WorkerProcess.Ready(info: pluginInfo, routes: routes))
-        case .frame(.loadFailed(let message)):
-            close(host)
-            launch.parent.signalGroup(pid, SIGKILL)  // anything its constructors started
-            _ = launch.parent.wait(for: pid)
-            // The worker's word, which its plug-in's constructors could have
-            // written: one line, escaped, cut, as any output of a plug-in.
-            throw StartError(message: PrintableText.escaping(String(message.prefix(4096))))
-        default:
+        // A bound on the whole handshake, not only on its first byte: a
+        // constructor that writes part of a frame and hangs must not hold
+        // the host (or `check`) in the read of the rest.
+        let deadline = MonotonicClock.now + UInt64(max(timeout, 0)) * 1_000_000_000
+        let next = { reader.next(beforeBlocking: { limitReads(host, until: deadline) }) }
+        // Ends the worker (and anything its constructors started), reaps
+        // it, and throws what `message` makes of how it ended; its exit is
+        // kept only when it `endedAlone` (it crashed or exited), not when it
+        // was ended here.
+        let fail = { (timedOut: Bool, endedAlone: Bool, message: (WorkerExit) -> String) throws(StartError) -> Never in
             launch.parent.signalGroup(pid, SIGKILL)
             close(host)
             let exit = launch.parent.wait(for: pid)
-            throw StartError(message: "\(pluginPath): the worker \(exit) before it was ready")
+            throw StartError(message: message(exit), exit: endedAlone ? exit : nil, timedOut: timedOut,
+                             violation: endedAlone ? launch.supervisor?.violation : nil)
         }
+        let timedOut = { (_: WorkerExit) in
+            "\(pluginPath): the worker did not finish loading within \(timeout) s (a constructor or registration that never returns?)"
+        }
+        let ended = { (exit: WorkerExit) in
+            if let call = launch.supervisor?.violation {
+                return "\(pluginPath): the worker was ended by its sandbox for a forbidden system call (\(call)) before it was ready"
+            }
+            return "\(pluginPath): the worker \(exit) before it was ready"
+        }
+        switch next() {
+        case .frame(.ready(let version, let info, let routes, let signatures, let refused)) where version == WorkerFrame.protocolVersion:
+            // The worker's word for what it loaded: the plug-in's name shows
+            // in every log line about it, so it must be a name (a forged one
+            // with newlines wrote whole log lines of the host's).
+            if let problem = readyProblem(info: info, routes: routes, pairs: signatures + refused) {
+                try fail(false, false) { _ in "\(PrintableText.escaping(pluginPath)): the worker's handshake \(problem); not started" }
+            }
+            // Nothing but the echo may follow: the worker wrote its `ready`
+            // before it could read this (`WorkerFrame.sync`).
+            sendFrame(.sync, to: host)
+            switch next() {
+            case .frame(.sync): break
+            case .end where MonotonicClock.now >= deadline: try fail(true, false, timedOut)
+            case .end: try fail(false, true, ended)
+            default:
+                try fail(false, false) { _ in
+                    "\(pluginPath): its worker's socket carried more than its handshake (its plug-in wrote on the socket while it loaded); not started"
+                }
+            }
+            // Ready: from now on a read waits as long as the worker is quiet.
+            limitReads(host, until: nil)
+            launch.output?.rename(info.name)
+            let pluginInfo = PluginInfo(path: pluginPath, name: info.name, version: info.version, summary: info.summary,
+                                        abiMajor: Int(info.abiMajor), abiMinor: Int(info.abiMinor))
+            return WorkerProcess.Ready(info: pluginInfo, routes: routes, signatures: signatures, refused: refused)
+        case .frame(.loadFailed(let message)):
+            // The worker's word, which its plug-in's constructors could have
+            // written: one line, escaped, cut, as any output of a plug-in.
+            try fail(false, false) { _ in PrintableText.escaping(String(message.prefix(4096))) }
+        case .end where MonotonicClock.now >= deadline:
+            try fail(true, false, timedOut)
+        case .malformed:
+            try fail(false, false) { _ in
+                "\(pluginPath): the worker's handshake did not decode (its plug-in wrote on the socket while it loaded?); not started"
+            }
+        case .end:
+            try fail(false, true, ended)
+        case .frame, .intercepted:
+            // Another kind, or a `ready` of another protocol.
+            try fail(false, false) { _ in
+                "\(pluginPath): the worker's handshake began with no ready frame of protocol \(WorkerFrame.protocolVersion); not started"
+            }
+        }
+    }
+
+    /// Bounds each read of the handshake by what is left until `deadline`
+    /// (nil: reads block again, as a worker's reader thread wants them).
+    static func limitReads(_ socket: Int32, until deadline: UInt64?) {
+        var limit = timeval()
+        if let deadline {
+            let now = MonotonicClock.now
+            // At least a microsecond: zero would mean no limit at all.
+            let left = deadline > now ? deadline - now : 1_000
+            limit.tv_sec = Int(left / 1_000_000_000)
+            limit.tv_usec = max(Int(left % 1_000_000_000 / 1_000), limit.tv_sec == 0 ? 1 : 0)
+        }
+        _ = setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    /// Writes one frame to a worker that may already be gone: an error,
+    /// never SIGPIPE (`check` does not ignore it as the host does).
+    static func sendFrame(_ frame: WorkerFrame, to socket: Int32) {
+        var bytes: [UInt8] = []
+        frame.encode(into: &bytes)
+        _ = send(socket, bytes, bytes.count, Int32(MSG_NOSIGNAL))
     }
 
     /// What is wrong with what a worker said it loaded, if anything: a
     /// name as the loader checks it, and text of bounded size.
-    private static func readyProblem(info: WorkerFrame.WireInfo, routes: [String]) -> String? {
+    private static func readyProblem(info: WorkerFrame.WireInfo, routes: [String], pairs: [QueryParameter]) -> String? {
         if let problem = PluginLoader.reportedIdentityProblem(name: info.name, version: info.version, summary: info.summary) {
             return problem
         }
         guard routes.count <= WorkerFrame.maxRoutes, routes.allSatisfy({ $0.utf8.count <= 4096 }) else {
             return "gave more than \(WorkerFrame.maxRoutes) routes, or one longer than 4 KiB"
+        }
+        // Signatures and refusals (route, declaration or owner) are shown
+        // by `check` and `routes`: text of bounded size too.
+        guard pairs.allSatisfy({ $0.name.utf8.count <= 4096 && $0.value.utf8.count <= 4096 }) else {
+            return "gave a signature or a refused route longer than 4 KiB"
         }
         return nil
     }

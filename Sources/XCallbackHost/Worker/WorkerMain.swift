@@ -145,10 +145,14 @@ public enum WorkerMain {
             }
         }
         let info = plugin.info
+        let signatures = zip(plugin.routes, plugin.signatures).compactMap { route, signature in
+            signature.map { QueryParameter(name: route.text, value: $0.description) }
+        }
         send(.ready(version: WorkerFrame.protocolVersion,
                     info: .init(name: info.name, version: info.version, summary: info.summary,
                                 abiMajor: UInt16(info.abiMajor), abiMinor: UInt16(info.abiMinor)),
-                    routes: plugin.routes.map(\.text)))
+                    routes: plugin.routes.map(\.text), signatures: signatures,
+                    refused: plugin.refusedRoutes.map { QueryParameter(name: $0.pattern, value: $0.owner) }))
         writer.flush()
 
         let endpoint = InProcessEndpoint(plugin: plugin)
@@ -180,6 +184,11 @@ public enum WorkerMain {
                     if !lane.run(id: id, handler: Int(handler), fields: fields, send: send, output: writer) {
                         run(id: id, handler: Int(handler), fields: fields, on: endpoint, send: send)
                     }
+                case .sync:
+                    // The handshake's end (`WorkerFrame.sync`): written
+                    // after `ready`, which went out before this loop began.
+                    send(.sync)
+                    writer.flush()
                 case .shutdown:
                     plugin.shutdown()
                     writer.flush()

@@ -55,6 +55,11 @@ final class WorkerProcess: Sendable {
     struct Ready: Sendable {
         var info: PluginInfo
         var routes: [String]
+        /// The C declaration of each route that calls a bound function
+        /// (route, declaration).
+        var signatures: [QueryParameter] = []
+        /// Routes it asked for that the host named taken (pattern, owner).
+        var refused: [QueryParameter] = []
     }
 
     private struct State {
@@ -141,6 +146,7 @@ final class WorkerProcess: Sendable {
             BatchingThread.markCurrent()
             var readBegan: UInt64 = 0
             var readEmptied = false
+            var brokeProtocol = false
             loop: while true {
                 let next = reader.reader.next(beforeBlocking: {
                     BatchingThread.flushDeferred()
@@ -154,7 +160,18 @@ final class WorkerProcess: Sendable {
                     readEmptied = emptied
                 }, intercept: takeInPlace)
                 switch next {
-                case .frame(let frame): handle(frame)
+                case .frame(let frame):
+                    switch frame {
+                    case .result, .returned: handle(frame)
+                    // A frame no worker sends once it is ready: its own
+                    // `ready` after one its plug-in forged on the socket
+                    // while it loaded (`WorkerFrame.sync`). The worker is
+                    // ended at once, as `PluginProbe` refuses it.
+                    default:
+                        brokeProtocol = true
+                        parent.signalGroup(pid, SIGKILL)
+                        break loop
+                    }
                 case .end, .malformed, .intercepted: break loop
                 }
             }
@@ -204,7 +221,7 @@ final class WorkerProcess: Sendable {
             }
             ended.withLock { $0 = true }
             ended.broadcast()
-            onExit(self, WorkerDeath(exit: exit, page: page, sandbox: sandbox, supervisor: supervisor),
+            onExit(self, WorkerDeath(exit: exit, page: page, sandbox: sandbox, supervisor: supervisor, brokeProtocol: brokeProtocol),
                    begun, unstarted)
             BatchingThread.flushDeferred()
         }
