@@ -51,6 +51,16 @@ public enum PluginProbe {
         } catch {
             return PluginStatus(path: path, info: nil, routes: [], error: error)
         }
+        // Counted until it is reaped (every path below reaps it before it
+        // returns): its scratch folder is not removed under it.
+        var writer: ScratchWriter? = nil
+        if plan != nil {
+            guard let admitted = sandboxing?.admitScratchWriter() else {
+                return failed(path, .other("its scratch folders are being removed; not probed"))
+            }
+            writer = admitted
+        }
+        defer { writer?.ended() }
         var output: [Int32] = [0, 0]
         guard xcallback_pipe_cloexec(&output) == 0 else {
             return failed(path, .other("pipe: \(String(cString: strerror(errno)))"))
@@ -82,7 +92,11 @@ public enum PluginProbe {
         close(errors[1])
         let pid: pid_t
         switch spawned {
-        case .success(let child): pid = child
+        case .success(let child):
+            pid = child
+            let pidfd = xcallback_pidfd_open(child)
+            writer?.started(pidfd: pidfd)
+            if pidfd >= 0 { close(pidfd) }
         case .failure(let error):
             close(output[0])
             return failed(path, .other("cannot start the probe: \(error)"))
