@@ -21,9 +21,7 @@ public final class BoundSocketFile: Sendable {
 
     /// Right after `bind`: nil when `path` does not name a socket now.
     public init?(path: String) {
-        let slash = path.lastIndex(of: "/")
-        let base = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
-        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        let (base, name) = Self.split(path)
         let folder = xcallback_hold_folder(base, 1)
         guard folder >= 0 else { return nil }
         var device: UInt64 = 0
@@ -39,6 +37,17 @@ public final class BoundSocketFile: Sendable {
     }
 
     deinit { close(folder) }
+
+    /// The socket file a host that died left at `path` (no one answers on
+    /// it), removed as the socket it is, never a file swapped in for it.
+    public static func removeLeftover(at path: String) {
+        BoundSocketFile(path: path)?.remove()
+    }
+
+    private static func split(_ path: String) -> (folder: String, name: String) {
+        guard let slash = path.lastIndex(of: "/") else { return (".", path) }
+        return (slash == path.startIndex ? "/" : String(path[..<slash]), String(path[path.index(after: slash)...]))
+    }
 
     /// Sets the socket file's mode (whatever the umask made it); false if
     /// its name no longer names it.

@@ -36,7 +36,7 @@ final class SocketListener: Sendable {
             if SocketClient.connect(path) != nil {
                 throw HostSetupError("another host is already listening on \(path)")
             }
-            unlink(path)
+            BoundSocketFile.removeLeftover(at: path)
         }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw HostSetupError("socket: \(String(cString: strerror(errno)))") }

@@ -40,7 +40,7 @@ public final class MetricsServer: Sendable {
                     close(fd)
                     throw HostSetupError("another process is already listening on \(path)")
                 }
-                unlink(path)
+                BoundSocketFile.removeLeftover(at: path)
             }
         }
         var failure: String?
