@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -73,19 +74,6 @@ int xcallback_shared_page_create(const char *name, long size) {
         return -1;
     }
     return fd;
-}
-
-#include <ftw.h>
-#include <stdio.h>
-
-static int remove_entry(const char *path, const struct stat *info, int flag, struct FTW *walk) {
-    (void)info; (void)flag; (void)walk;
-    remove(path);
-    return 0;
-}
-
-int xcallback_remove_tree(const char *path) {
-    return nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 /* --- The worker zygote ---------------------------------------------------- */

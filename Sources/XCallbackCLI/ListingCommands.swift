@@ -42,7 +42,7 @@ private func probeAll(_ options: PluginDirectoryOptions, sandboxing: WorkerSandb
         }
         probed.append(status)
     }
-    sandboxing.removeScratchFolders()
+    if let warning = sandboxing.removeScratchFolders().warning { Diagnostics.logger.warning("\(warning)") }
     return (probed + refused).sorted { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) }
 }
 
@@ -169,7 +169,7 @@ struct CheckCommand: ParsableCommand {
         let sandboxing = try sandbox.sandboxing()
         let status = PluginProbe(executable: Environment.executable, logger: Diagnostics.logger)
             .probe(file, security: FileSecurity(allowInsecure: allowInsecure), sandboxing: sandboxing)
-        sandboxing.removeScratchFolders()
+        if let warning = sandboxing.removeScratchFolders().warning { Diagnostics.logger.warning("\(warning)") }
         guard status.isLoaded, let info = status.info else {
             throw Failure.exit(status.error?.description ?? "\(file): not a valid plug-in")
         }

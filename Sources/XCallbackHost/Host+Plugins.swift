@@ -217,7 +217,7 @@ extension Host {
                worker.ready.routes.contains(where: { text in
                    (try? RoutePattern(text)).flatMap { registry.owner(ofSameShapeAs: $0, excluding: path) } != nil
                }) {
-                worker.shutdown()
+                worker.discard()
                 started = startNow()
             }
         } else {
@@ -236,7 +236,7 @@ extension Host {
         }
         let info = worker.ready.info
         guard admit(info) else {
-            worker.shutdown()
+            worker.discard()
             return nil
         }
         var routes: [(pattern: RoutePattern, handler: Int)] = []
@@ -314,7 +314,12 @@ extension Host {
         }
         // What they printed last reaches the log before the summary does.
         spawner.output.waitUntilRelayed(until: deadline)
-        sandboxing.removeScratchFolders()
+        // Not before every worker that could write in a scratch folder has
+        // ended, one still starting (a restart) or retired included: the
+        // removal waits for them up to the deadline, then kills them.
+        if let warning = sandboxing.removeScratchFolders(waitingUntil: deadline).warning {
+            logger.warning("\(warning)")
+        }
         let finished = unfinished.wait(until: { $0 == 0 }, deadline: deadline) { $0 == 0 }
         if !finished {
             let tenths = (Double(deadline &- started) / 1e8).rounded() / 10

@@ -603,6 +603,14 @@ struct SandboxTests {
     static func withCallsFailing(_ calls: [String], with error: String, _ arguments: [String],
                                  lines: [String]) throws -> RunResult {
         let scratch = try Scratch()
+        let launcher = try launcher(failing: calls, with: error, in: scratch)
+        return try xcallback([Products.xcallback] + arguments, lines: lines, executable: launcher)
+    }
+
+    /// A program, built in `scratch`, that runs the program its arguments
+    /// name (then theirs) under a seccomp filter making `calls` fail with
+    /// `error`, in it and in every process it starts.
+    static func launcher(failing calls: [String], with error: String, in scratch: Scratch) throws -> String {
         let source = scratch.file("failing.c")
         let names = calls.map { "\"\($0)\"" }.joined(separator: ", ")
         try Data(#"""
@@ -627,7 +635,7 @@ struct SandboxTests {
         let launcher = scratch.file("failing")
         let compiler = try ChildProcess(["cc", source, "-o", launcher, "-lseccomp"], executable: "/usr/bin/env")
         guard compiler.waitForExit(timeout: 60) == .exited(0) else { throw HarnessError("cc: \(compiler.stderr)") }
-        return try xcallback([Products.xcallback] + arguments, lines: lines, executable: launcher)
+        return launcher
     }
 
     @Test("a kernel that lends no namespaces: workers run without them, and the host and check say so")

@@ -59,9 +59,46 @@ static inline uint64_t xcallback_load_acquire_u64(const uint64_t *word) {
     return __atomic_load_n(word, __ATOMIC_ACQUIRE);
 }
 
-/* Removes `path` and everything beneath it, depth first, never following a
- * symbolic link (nftw with FTW_PHYS). Returns 0, or -1 with errno set. */
+/* Removes the folder `name` of the folder open as `parent` (AT_FDCWD for
+ * the current one) and everything beneath it (remove_tree.c). The walk is
+ * descriptor-relative: each folder is opened relative to the one holding
+ * it with O_NOFOLLOW and its entries unlinked relative to it, so a symbolic
+ * link (one swapped in mid-walk included) is unlinked itself, never
+ * followed; a mount point inside (another device or mount id) and anything
+ * more than 64 folders deep are left. With `held` >= 0 (a descriptor of the
+ * folder, O_PATH will do), that folder is emptied, and `name` removed only
+ * while it still names it. Returns 0, or -1 with errno set: ENOTEMPTY,
+ * EXDEV or ENAMETOOLONG when something was left, ESTALE when `name` no
+ * longer names `held`. */
+int xcallback_remove_tree_at(int parent, const char *name, int held);
+
+/* xcallback_remove_tree_at for `path`: its folders are the caller's, only
+ * its last name is looked at without following a link. */
 int xcallback_remove_tree(const char *path);
+
+/* --- Files the host made where others may write (held_paths.c) ----------- */
+
+/* A handle on the folder at `path` (O_PATH | O_DIRECTORY | O_CLOEXEC, and
+ * O_NOFOLLOW unless `follow`): it names that folder, whatever takes its
+ * name later. Returns the descriptor, or -1 with errno set. */
+int xcallback_hold_folder(const char *path, int follow);
+
+/* The device and inode of `name` in `folder`, not following a link.
+ * Returns its type (st_mode & S_IFMT), or -1 with errno set. */
+int xcallback_identify_at(int folder, const char *name, unsigned long long *device, unsigned long long *inode);
+
+/* chmod and unlink of `name` in `folder`, only while it is still the file
+ * of that device and inode (never a link): 0, or -1 with errno set
+ * (ESTALE when another file has taken the name). */
+int xcallback_chmod_identified_at(int folder, const char *name, unsigned long long device,
+                                  unsigned long long inode, unsigned int mode);
+int xcallback_unlink_identified_at(int folder, const char *name, unsigned long long device,
+                                   unsigned long long inode);
+
+/* A handle on the folder at `path` (O_PATH | O_DIRECTORY | O_CLOEXEC, and
+ * O_NOFOLLOW unless `follow`): it names that folder, whatever takes its
+ * name later. Returns the descriptor, or -1 with errno set. */
+int xcallback_hold_folder(const char *path, int follow);
 
 /* --- The worker zygote (Worker/WorkerZygote.swift) ------------------------ */
 

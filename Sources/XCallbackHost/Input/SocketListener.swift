@@ -14,6 +14,9 @@ final class SocketListener: Sendable {
     /// The socket file to remove when done: the one this host created; nil
     /// for a socket systemd passed, whose file systemd owns.
     let ownedPath: String?
+    /// That file, held: restricted and removed as itself, never by a path a
+    /// process that may write its folder could have changed meanwhile.
+    private let ownedFile: BoundSocketFile?
     let descriptor: Int32
     /// Connections served at once; past it, a new one is told `Busy`.
     static let maxConnections = 256
@@ -33,7 +36,7 @@ final class SocketListener: Sendable {
             if SocketClient.connect(path) != nil {
                 throw HostSetupError("another host is already listening on \(path)")
             }
-            unlink(path)
+            BoundSocketFile.removeLeftover(at: path)
         }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw HostSetupError("socket: \(String(cString: strerror(errno)))") }
@@ -51,20 +54,25 @@ final class SocketListener: Sendable {
             close(fd)
             throw HostSetupError("cannot listen on \(path): \(message)")
         }
-        chmod(path, 0o600)
+        guard let file = BoundSocketFile(path: path), file.restrict(to: 0o600) else {
+            close(fd)
+            throw HostSetupError("the socket file \(path) was replaced as it was made; not listening there")
+        }
+        ownedFile = file
         descriptor = fd
     }
 
     /// Serves a listening socket inherited from systemd (socket activation).
     init(inherited socket: InheritedSocket) {
         ownedPath = nil
+        ownedFile = nil
         descriptor = socket.descriptor
     }
 
     /// Stops listening; removes the socket file if this host created it.
     func stopListening() {
         close(descriptor)
-        if let ownedPath { unlink(ownedPath) }
+        ownedFile?.remove()
     }
 
     /// Accepts connections until `stop` is raised, serving each on its own

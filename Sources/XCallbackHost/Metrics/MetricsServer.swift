@@ -19,6 +19,8 @@ public final class MetricsServer: Sendable {
     private let wake: (read: Int32, write: Int32)
     private let metrics: HostMetrics
     private let done = ConditionLock(false)
+    /// A Unix address's socket file, held (`BoundSocketFile`).
+    private let socketFile: BoundSocketFile?
 
     /// A request's head may be this long; a longer one is answered 431.
     static let maxRequestBytes = 8 * 1024
@@ -38,7 +40,7 @@ public final class MetricsServer: Sendable {
                     close(fd)
                     throw HostSetupError("another process is already listening on \(path)")
                 }
-                unlink(path)
+                BoundSocketFile.removeLeftover(at: path)
             }
         }
         var failure: String?
@@ -56,6 +58,7 @@ public final class MetricsServer: Sendable {
             throw HostSetupError("--metrics: cannot listen on \(address): \(failure ?? "not an address")")
         }
         var bound = address
+        var socketFile: BoundSocketFile? = nil
         if case .tcp(let host, _) = address {
             var actual = sockaddr_in()
             var length = socklen_t(MemoryLayout<sockaddr_in>.size)
@@ -64,7 +67,11 @@ public final class MetricsServer: Sendable {
             }
             bound = .tcp(host: host, port: UInt16(bigEndian: actual.sin_port))
         } else if case .unix(let path) = address {
-            chmod(path, 0o600)
+            guard let file = BoundSocketFile(path: path), file.restrict(to: 0o600) else {
+                close(listener)
+                throw HostSetupError("--metrics: the socket file \(path) was replaced as it was made; not listening there")
+            }
+            socketFile = file
         }
         var pipeEnds: [Int32] = [0, 0]
         guard xcallback_pipe_cloexec(&pipeEnds) == 0 else {
@@ -72,6 +79,7 @@ public final class MetricsServer: Sendable {
             throw HostSetupError("--metrics: pipe: \(String(cString: strerror(errno)))")
         }
         self.listener = listener
+        self.socketFile = socketFile
         self.wake = (pipeEnds[0], pipeEnds[1])
         self.address = bound
     }
@@ -94,7 +102,7 @@ public final class MetricsServer: Sendable {
         close(listener)
         close(wake.read)
         close(wake.write)
-        if case .unix(let path) = address { unlink(path) }
+        socketFile?.remove()
     }
 
     private func serve() {

@@ -358,7 +358,7 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
                 return
             }
             guard worker.ready.routes == routes else {
-                worker.shutdown()
+                worker.discard()
                 disable("plug-in '\(pluginName)' registered different routes after a restart; reload it (SIGHUP)")
                 return
             }

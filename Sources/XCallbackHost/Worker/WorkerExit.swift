@@ -1,4 +1,5 @@
 import CHostSupport
+import XCallbackBridge
 
 #if canImport(Glibc)
 import Glibc
@@ -62,7 +63,11 @@ struct WorkerExit: Sendable, Equatable, CustomStringConvertible {
 struct WorkerParent: Sendable {
     /// nil: the worker is the host's child.
     let forked: ForkedWorker?
+    /// Counts the worker among those that may write in a scratch folder
+    /// until it is seen to end here (nil: it has no scratch folder).
+    var writer: ScratchWriter? = nil
 
+    /// The host's own child, with no scratch folder counted.
     static let host = WorkerParent(forked: nil)
 
     /// Whether the host must end the worker's process group itself when
@@ -81,7 +86,7 @@ struct WorkerParent: Sendable {
 
     /// As `WorkerExit.reap`.
     func reap(_ pid: pid_t, grace: Int32) -> WorkerExit {
-        guard let forked else { return WorkerExit.reap(pid, grace: grace) }
+        guard let forked else { return seen(WorkerExit.reap(pid, grace: grace)) }
         var event = pollfd(fd: forked.pidfd, events: Int16(POLLIN), revents: 0)
         while poll(&event, 1, grace) < 0 && errno == EINTR {}
         signalGroup(pid, SIGKILL)
@@ -91,14 +96,29 @@ struct WorkerParent: Sendable {
 
     /// As `WorkerExit.wait(for:)`.
     func wait(for pid: pid_t) -> WorkerExit {
-        guard let forked else { return WorkerExit.wait(for: pid) }
+        guard let forked else { return seen(WorkerExit.wait(for: pid)) }
         return exit(of: forked)
     }
 
-    /// What the zygote reported; a worker whose zygote died was killed with
-    /// it (PR_SET_PDEATHSIG), and one it did not report in time (a stopped
-    /// zygote) is taken for killed.
+    /// Reaped by the host (its group ended first): it writes nothing more.
+    private func seen(_ exit: WorkerExit) -> WorkerExit {
+        writer?.ended()
+        return exit
+    }
+
+    /// What the zygote reported (it ends the worker's group, then reaps
+    /// it). A worker whose zygote died was killed with it
+    /// (PR_SET_PDEATHSIG), and one it did not report in time (a stopped
+    /// zygote) is taken for killed; either counts as ended only once its
+    /// pidfd says it exited.
     private func exit(of forked: ForkedWorker) -> WorkerExit {
-        forked.zygote.exit(of: forked.serial) ?? WorkerExit(status: SIGKILL)
+        if let exit = forked.zygote.exit(of: forked.serial) { return seen(exit) }
+        // Its group, while its number is still its own (a zombie no one reaped).
+        _ = xcallback_pidfd_signal(forked.pidfd, SIGKILL, 1)
+        _ = xcallback_pidfd_signal(forked.pidfd, SIGKILL, 0)
+        var event = pollfd(fd: forked.pidfd, events: Int16(POLLIN), revents: 0)
+        while poll(&event, 1, 1000) < 0 && errno == EINTR {}
+        if event.revents & Int16(POLLIN) != 0 { writer?.ended() }
+        return WorkerExit(status: SIGKILL)
     }
 }

@@ -90,6 +90,18 @@ enum WorkerLauncher {
         } catch {
             throw StartError(message: error.description, refusal: error)
         }
+        // Counted from before it starts: the host removes the scratch
+        // folder only once every worker that could write there has ended,
+        // one still starting included. Released here unless it started.
+        var writer: ScratchWriter? = nil
+        if plan != nil {
+            guard let admitted = sandboxing.admitScratchWriter() else {
+                throw StartError(message: "\(pluginPath): the host is stopping; no worker starts")
+            }
+            writer = admitted
+        }
+        var handedOver = false
+        defer { if !handedOver { writer?.ended() } }
         var ends: [Int32] = [0, 0]
         guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else {
             throw StartError(message: "socketpair: \(String(cString: strerror(errno)))")
@@ -121,19 +133,25 @@ enum WorkerLauncher {
         }
         var pid = pid_t()
         var status: Int32 = 0
-        var parent = WorkerParent.host
+        var parent = WorkerParent(forked: nil, writer: writer)
         if let zygote, case .success(let forked) = zygote.fork(arguments: workerArguments(zygote.pid),
                                                                  environment: ChildEnvironment.variables(for: plan),
                                                                  placements: placements + streams.placements) {
             pid = forked.pid
-            parent = WorkerParent(forked: forked)
+            parent = WorkerParent(forked: forked, writer: writer)
+            writer?.started(pidfd: forked.pidfd)
         } else {
             // No zygote, or it could not fork (it died, or a sanitizer's
             // thread made forking unsafe): the worker is executed, and its
             // parent is the host.
             switch HostChild.spawn(executable, arguments: [WorkerMain.subcommand] + workerArguments(getpid()),
                                    stdout: streams.stdout, stderr: streams.stderr, placing: placements, sandbox: plan) {
-            case .success(let child): pid = child
+            case .success(let child):
+                pid = child
+                // The host's child, not reaped yet: this names it.
+                let pidfd = xcallback_pidfd_open(child)
+                writer?.started(pidfd: pidfd)
+                if pidfd >= 0 { close(pidfd) }
             case .failure(let error): status = error.code
             }
         }
@@ -144,6 +162,8 @@ enum WorkerLauncher {
             close(host)
             throw StartError(message: "cannot start a worker (\(executable)): \(HostChild.SpawnError(code: status))")
         }
+        // From here, whoever reaps it (through `parent`) says it ended.
+        handedOver = true
         // Answering the worker's filter starts now: its plug-in's
         // constructors run before the handshake ends.
         let supervisor = supervision[0] >= 0 ? SandboxSupervisor(channel: supervision[0], endGroup: { [parent, pid] in parent.signalGroup(pid, SIGKILL) }) : nil

@@ -396,6 +396,21 @@ final class WorkerProcess: Sendable {
         Threads.detach { [writer] in writer.append { WorkerFrame.shutdown.encode(into: &$0) } }
     }
 
+    /// Shuts down a worker nobody will read from (refused once it loaded,
+    /// or started again at once): its hook runs, and it is reaped on a
+    /// thread of its own, killed if it has not exited within a second, so
+    /// it neither lingers as a zombie nor stays counted as a writer of its
+    /// scratch folder (which would keep the host from removing that).
+    func discard() {
+        shutdown()
+        Threads.detach { [self] in
+            _ = parent.reap(pid, grace: 1000)
+            state.withLock { $0.exited = true }
+            writer.close()
+            close(socket)
+        }
+    }
+
     /// Kills the worker if writing to it has been stuck for a second: it
     /// stopped reading its socket (the host is stopping, and waits for that
     /// write).

@@ -1,5 +1,6 @@
 import XCallbackBridge
 import XCallbackSandbox
+import XCallbackSystem
 
 #if canImport(Glibc)
 import Glibc
@@ -91,6 +92,17 @@ public final class WorkerSandboxing: Sendable {
         return description
     }
 
-    /// Removes the plug-ins' scratch folders (their workers have exited).
-    public func removeScratchFolders() { scratch.removeAll() }
+    /// Counts a worker or probe about to start with a scratch folder until
+    /// it is seen to end (`ScratchWriter.ended`); nil once the folders are
+    /// removed, when nothing may start.
+    func admitScratchWriter() -> ScratchWriter? { scratch.admitWriter() }
+
+    /// Removes the plug-ins' scratch folders once every worker and probe
+    /// that could write there is seen to end: up to `deadline` by
+    /// themselves, then killed (`ScratchFolders.removeAll`). The result says
+    /// what was left and why, for the log.
+    @discardableResult
+    public func removeScratchFolders(waitingUntil deadline: UInt64 = MonotonicClock.now + 2_000_000_000) -> ScratchFolders.Removal {
+        scratch.removeAll(waitingUntil: deadline)
+    }
 }
