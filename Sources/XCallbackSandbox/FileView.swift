@@ -60,7 +60,24 @@ struct FileView {
             let normalized = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
             widest[normalized] = max(widest[normalized] ?? kind, kind)
         }
-        self.entries = widest.map { (path: $0.key, kind: $0.value) }
+        // A folder bound read-only brings what is beneath it (binds are
+        // recursive): a second bind of the same rights would only cost a
+        // mount operation (the mapped folders sit inside /usr/lib).
+        func covered(_ path: String, _ kind: Int32) -> Bool {
+            var parent = path
+            while let slash = parent.lastIndex(of: "/"), slash != parent.startIndex {
+                parent = String(parent[..<slash])
+                // A symlink is made again as a symlink, not bound: what it
+                // names may not be in the view.
+                var info = stat()
+                if let outer = widest[parent], outer & Self.follow == 0, outer >= kind, kind & Self.follow == 0,
+                   lstat(parent, &info) == 0, info.st_mode & S_IFMT == S_IFDIR {
+                    return true
+                }
+            }
+            return false
+        }
+        self.entries = widest.filter { !covered($0.key, $0.value) }.map { (path: $0.key, kind: $0.value) }
         self.plan = plan
     }
 
