@@ -22,12 +22,15 @@
  * no file the list does not name, and stat, inotify or chmod of any other
  * path fails with ENOENT.
  *
- * Steps: make every mount private (nothing made here reaches the host);
- * mount a small tmpfs on /tmp as a base and pivot into it, so the old root
- * sits at /oldroot and the new one is built at /newroot; bind each entry
- * from /oldroot to /newroot and make it read-only unless it is written;
- * mount the scratch tmpfs; make the new root read-only; pivot into it and
- * detach the old one. */
+ * Steps: open every source (O_PATH) while the host's root is whole; make
+ * every mount private (nothing made here reaches the host); mount the new
+ * root, a small tmpfs, on /tmp; bind each entry from its open descriptor
+ * (so a source beneath /tmp is still reached) and make it read-only unless
+ * it is written; mount the scratch tmpfs; make the new root read-only;
+ * pivot into it and detach the host's. */
+
+/* Where the new root is built before the pivot. */
+#define VIEW_ROOT "/tmp"
 
 #ifndef SYS_mount_setattr
 #define SYS_mount_setattr 442
@@ -80,7 +83,7 @@ static unsigned long locked_flags(const char *path) {
     return flags;
 }
 
-/* Makes every folder above `path` (a path under /newroot), as the view's own. */
+/* Makes every folder above `path` (a path under VIEW_ROOT), as the view's own. */
 static int make_parents(char *path) {
     for (char *slash = strchr(path + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
         *slash = 0;
@@ -108,14 +111,15 @@ static int joined(char *buffer, size_t size, const char *prefix, const char *pat
  * root: the path with every symlink resolved, or for a symlink that is not
  * followed, its own text (made again in the view). */
 typedef struct {
-    char source[PATH_MAX];
     char link[PATH_MAX];
+    int source; /* O_PATH descriptor of what the entry names, or -1 */
     int is_link;
     int present;
 } resolved_entry;
 
 static void resolve(const xcallback_view_entry *entry, resolved_entry *out) {
     memset(out, 0, sizeof *out);
+    out->source = -1;
     struct stat info;
     if (lstat(entry->path, &info) != 0) return;
     if (S_ISLNK(info.st_mode) && !(entry->kind & XCALLBACK_VIEW_FOLLOW)) {
@@ -126,23 +130,23 @@ static void resolve(const xcallback_view_entry *entry, resolved_entry *out) {
         out->present = 1;
         return;
     }
-    if (realpath(entry->path, out->source) == NULL) return;
-    out->present = 1;
+    out->source = open(entry->path, O_PATH | O_CLOEXEC);
+    out->present = out->source >= 0;
 }
 
 /* Binds one entry; its read-only remount only when `remount` (kernels
  * without mount_setattr: see xcallback_build_view). */
 static int bind_entry(failure_note *note, const xcallback_view_entry *entry, const resolved_entry *resolved,
                       int remount) {
-    char target[PATH_MAX + 16], source[PATH_MAX + 16];
-    if (joined(target, sizeof target, "/newroot", entry->path) != 0) return fail(note, "view path", entry->path);
+    char target[PATH_MAX + 16], source[64];
+    if (joined(target, sizeof target, VIEW_ROOT, entry->path) != 0) return fail(note, "view path", entry->path);
     if (make_parents(target) != 0) return fail(note, "mkdir", entry->path);
     if (resolved->is_link) {
         /* A later entry may have made it already (a folder bound beneath it). */
         if (symlink(resolved->link, target) != 0 && errno != EEXIST) return fail(note, "symlink", entry->path);
         return 0;
     }
-    if (joined(source, sizeof source, "/oldroot", resolved->source) != 0) return fail(note, "view source", entry->path);
+    snprintf(source, sizeof source, "/proc/self/fd/%d", resolved->source);
     struct stat info;
     if (stat(source, &info) != 0) return 0; /* gone since it was looked up: skipped, as a missing one */
     if (S_ISDIR(info.st_mode)) {
@@ -191,24 +195,17 @@ int xcallback_build_view(const xcallback_view_entry *entries, int count, const c
     int result = -1;
     char options[128];
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) { fail(&note, "make mounts private", "/"); goto done; }
-    if (mount("xcallback-base", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=64k") != 0) {
-        fail(&note, "mount tmpfs", "/tmp");
+    if (mount("xcallback-root", VIEW_ROOT, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") != 0) {
+        fail(&note, "mount tmpfs", VIEW_ROOT);
         goto done;
     }
-    if (mkdir("/tmp/newroot", 0755) != 0 || mkdir("/tmp/oldroot", 0755) != 0) { fail(&note, "mkdir", "/tmp/newroot"); goto done; }
-    if (mount("xcallback-root", "/tmp/newroot", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") != 0) {
-        fail(&note, "mount tmpfs", "/newroot");
-        goto done;
-    }
-    if (syscall(SYS_pivot_root, "/tmp", "/tmp/oldroot") != 0) { fail(&note, "pivot_root", "/tmp"); goto done; }
-    if (chdir("/") != 0) { fail(&note, "chdir", "/"); goto done; }
 
     /* Every bind is made read-only, no-suid and no-dev in one call for the
      * whole tree, and the written ones and the devices are opened again,
      * where the kernel has mount_setattr; else one remount a bind. Each
      * mount operation can cost a millisecond on a busy machine, and a
      * worker has twenty binds. */
-    int one_pass = set_mount_attributes("/newroot", 0, 0, 0) == 0;
+    int one_pass = set_mount_attributes(VIEW_ROOT, 0, 0, 0) == 0;
     for (int i = 0; i < count; i++) {
         if (!resolved[i].present) continue;
         if (bind_entry(&note, &sorted[i], &resolved[i], !one_pass) != 0) goto done;
@@ -216,13 +213,13 @@ int xcallback_build_view(const xcallback_view_entry *entries, int count, const c
     /* The scratch folder's mount point, while the root can still be
      * written (a bound parent holds it already: the worker made it). */
     char target[PATH_MAX + 16];
-    if (joined(target, sizeof target, "/newroot", scratch) != 0 || make_parents(target) != 0
+    if (joined(target, sizeof target, VIEW_ROOT, scratch) != 0 || make_parents(target) != 0
         || (mkdir(target, 0700) != 0 && errno != EEXIST)) {
         fail(&note, "mkdir", scratch);
         goto done;
     }
     if (one_pass) {
-        if (set_mount_attributes("/newroot", AT_RECURSIVE_, MOUNT_ATTR_RDONLY_ | MOUNT_ATTR_NOSUID_ | MOUNT_ATTR_NODEV_, 0) != 0) {
+        if (set_mount_attributes(VIEW_ROOT, AT_RECURSIVE_, MOUNT_ATTR_RDONLY_ | MOUNT_ATTR_NOSUID_ | MOUNT_ATTR_NODEV_, 0) != 0) {
             fail(&note, "make the view read-only", "/");
             goto done;
         }
@@ -231,7 +228,7 @@ int xcallback_build_view(const xcallback_view_entry *entries, int count, const c
             if (!resolved[i].present || resolved[i].is_link || kind == XCALLBACK_VIEW_READ) continue;
             char opened[PATH_MAX + 16];
             uint64_t clear = MOUNT_ATTR_RDONLY_ | (kind == XCALLBACK_VIEW_DEVICE ? MOUNT_ATTR_NODEV_ : 0);
-            if (joined(opened, sizeof opened, "/newroot", sorted[i].path) != 0
+            if (joined(opened, sizeof opened, VIEW_ROOT, sorted[i].path) != 0
                 || set_mount_attributes(opened, AT_RECURSIVE_, 0, clear) != 0) {
                 fail(&note, "open for writing", sorted[i].path);
                 goto done;
@@ -247,18 +244,21 @@ int xcallback_build_view(const xcallback_view_entry *entries, int count, const c
         goto done;
     }
     /* The root itself: nothing may be made beside what is bound. */
-    if (!one_pass && mount(NULL, "/newroot", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) != 0) {
+    if (!one_pass && mount(NULL, VIEW_ROOT, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) != 0) {
         fail(&note, "remount read-only", "/");
         goto done;
     }
     /* pivot_root(".", ".") stacks the base on the new root; detaching it
      * takes the host's whole file system with it. */
-    if (chdir("/newroot") != 0) { fail(&note, "chdir", "/newroot"); goto done; }
-    if (syscall(SYS_pivot_root, ".", ".") != 0) { fail(&note, "pivot_root", "/newroot"); goto done; }
+    if (chdir(VIEW_ROOT) != 0) { fail(&note, "chdir", VIEW_ROOT); goto done; }
+    if (syscall(SYS_pivot_root, ".", ".") != 0) { fail(&note, "pivot_root", VIEW_ROOT); goto done; }
     if (umount2(".", MNT_DETACH) != 0) { fail(&note, "detach the host's root", NULL); goto done; }
     if (chdir("/") != 0) { fail(&note, "chdir", "/"); goto done; }
     result = 0;
 done:
+    for (int i = 0; i < count; i++) {
+        if (resolved[i].source >= 0) close(resolved[i].source);
+    }
     free(sorted);
     free(resolved);
     return result;
