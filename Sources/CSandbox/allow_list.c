@@ -2,6 +2,7 @@
 #include "sandbox.h"
 
 #include <errno.h>
+#include <linux/sched.h>
 #include <linux/sockios.h>
 #include <seccomp.h>
 #include <stdlib.h>
@@ -56,9 +57,9 @@ static const char *const group_io_event[] = {
     "ppoll", "select", "pselect6", "eventfd", "eventfd2", "pipe", "pipe2", NULL,
 };
 static const char *const group_file_read[] = {
-    "open", "openat", "openat2", "stat", "lstat", "newfstatat", "statx", "statfs", "access",
+    "open", "openat", "stat", "lstat", "newfstatat", "statx", "statfs", "access",
     "faccessat", "faccessat2", "readlink", "readlinkat", "getdents", "getdents64", "getcwd", "chdir",
-    "fchdir", "memfd_create", NULL,
+    "fchdir", NULL,
 };
 static const char *const group_file_write[] = {
     "creat", "mkdir", "mkdirat", "rmdir", "unlink", "unlinkat", "rename", "renameat", "renameat2",
@@ -207,7 +208,7 @@ int xcallback_allow_list_load(const xcallback_seccomp_grant *grant) {
             const char *call = groups[g].calls[i];
             int number = seccomp_syscall_resolve_name(call);
             if (number == __NR_SCMP_ERROR) continue; /* not on this architecture */
-            if (strcmp(call, "ioctl") == 0 || strcmp(call, "prctl") == 0) continue;
+            if (strcmp(call, "ioctl") == 0 || strcmp(call, "prctl") == 0 || strcmp(call, "clone") == 0) continue;
             /* Without a file view of its own, a file's mode, times and
              * attributes are the host user's (or the machine's) to keep:
              * refused with EPERM, which every library handles. */
@@ -220,6 +221,13 @@ int xcallback_allow_list_load(const xcallback_seccomp_grant *grant) {
                                sizeof network_ioctl_requests / sizeof network_ioctl_requests[0]);
     }
     result |= allow_values(filter, "prctl", 0, prctl_options, sizeof prctl_options / sizeof prctl_options[0]);
+    /* clone with none of the namespace flags: a thread, or with
+     * `processes` a process, never a namespace of its own (a new user
+     * namespace would hand its child every capability there, and the
+     * kernel's surface behind them). */
+    const uint64_t namespaces = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID | CLONE_NEWIPC
+        | CLONE_NEWUTS | CLONE_NEWCGROUP | 0x00000080 /* CLONE_NEWTIME */;
+    result |= seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1, SCMP_A0_64(SCMP_CMP_MASKED_EQ, namespaces, 0));
     if (result == 0) result = seccomp_load(filter);
     seccomp_release(filter);
     return result < 0 ? result : 0;

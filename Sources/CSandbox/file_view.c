@@ -43,6 +43,9 @@ struct mount_attr_v1 {
     uint64_t propagation;
     uint64_t userns_fd;
 };
+#ifndef AT_EMPTY_PATH
+#define AT_EMPTY_PATH 0x1000
+#endif
 enum {
     MOUNT_ATTR_RDONLY_ = 0x1, MOUNT_ATTR_NOSUID_ = 0x2, MOUNT_ATTR_NODEV_ = 0x4, AT_RECURSIVE_ = 0x8000,
 };
@@ -54,6 +57,16 @@ static int set_mount_attributes(const char *path, unsigned flags, uint64_t set, 
     struct mount_attr_v1 attributes = {set, clear, 0, 0};
     return (int)syscall(SYS_mount_setattr, AT_FDCWD, path, flags, &attributes, sizeof attributes);
 }
+
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
+struct open_how_v1 {
+    uint64_t flags;
+    uint64_t mode;
+    uint64_t resolve;
+};
+enum { RESOLVE_NO_SYMLINKS_ = 0x04 };
 
 /* Where a failed step is named for the caller's message. */
 typedef struct {
@@ -83,28 +96,52 @@ static unsigned long locked_flags(const char *path) {
     return flags;
 }
 
-/* Makes every folder above `path` (a path under VIEW_ROOT), as the view's own. */
-static int make_parents(char *path) {
-    for (char *slash = strchr(path + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
-        *slash = 0;
-        int made = mkdir(path, 0755);
-        int saved = errno;
-        *slash = '/';
-        if (made != 0 && saved != EEXIST) {
+/* Opens the folder that will hold `path` in the view (absolute, as the
+ * worker names it), making each folder on the way, one component at a
+ * time from the view's root and never through a symlink: a folder bound
+ * read-write may hold one a plug-in planted (or swaps in while the view is
+ * built). Returns the folder's descriptor and copies the last component
+ * into `last`; -1 with errno (ELOOP for a symlink on the way). */
+static int open_parent_beneath(int root, const char *path, char *last, size_t last_size) {
+    int folder = fcntl(root, F_DUPFD_CLOEXEC, 3);
+    if (folder < 0) return -1;
+    const char *cursor = path;
+    for (;;) {
+        while (*cursor == '/') cursor++;
+        const char *end = strchr(cursor, '/');
+        size_t length = end ? (size_t)(end - cursor) : strlen(cursor);
+        while (end && end[1] == '/') end++;
+        int is_last = end == NULL || end[1] == 0;
+        if (length == 0 || length >= last_size || length >= NAME_MAX + 1
+            || (length == 1 && cursor[0] == '.') || (length == 2 && cursor[0] == '.' && cursor[1] == '.')) {
+            close(folder);
+            errno = EINVAL;
+            return -1;
+        }
+        memcpy(last, cursor, length);
+        last[length] = 0;
+        if (is_last) return folder;
+        if (mkdirat(folder, last, 0755) != 0 && errno != EEXIST) {
+            int saved = errno;
+            close(folder);
             errno = saved;
             return -1;
         }
+        int next = openat(folder, last, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+        int saved = errno;
+        close(folder);
+        if (next < 0) {
+            errno = saved == ENOTDIR ? ELOOP : saved;
+            return -1;
+        }
+        folder = next;
+        cursor = end + 1;
     }
-    return 0;
 }
 
-static int joined(char *buffer, size_t size, const char *prefix, const char *path) {
-    int length = snprintf(buffer, size, "%s%s", prefix, path);
-    if (length < 0 || (size_t)length >= size) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    return 0;
+/* "/proc/self/fd/N": a descriptor as a path mount(2) follows to its file. */
+static void descriptor_path(char *buffer, size_t size, int descriptor) {
+    snprintf(buffer, size, "/proc/self/fd/%d", descriptor);
 }
 
 /* Where an entry comes from, looked up while the host's root is still the
@@ -112,14 +149,17 @@ static int joined(char *buffer, size_t size, const char *prefix, const char *pat
  * followed, its own text (made again in the view). */
 typedef struct {
     char link[PATH_MAX];
-    int source; /* O_PATH descriptor of what the entry names, or -1 */
+    int source;  /* O_PATH descriptor of what the entry names, or -1 */
+    int mounted; /* O_PATH descriptor of its bind in the view, or -1 */
     int is_link;
     int present;
+    int refused; /* a granted path with a symlink in it */
 } resolved_entry;
 
 static void resolve(const xcallback_view_entry *entry, resolved_entry *out) {
     memset(out, 0, sizeof *out);
     out->source = -1;
+    out->mounted = -1;
     struct stat info;
     if (lstat(entry->path, &info) != 0) return;
     if (S_ISLNK(info.st_mode) && !(entry->kind & XCALLBACK_VIEW_FOLLOW)) {
@@ -130,40 +170,84 @@ static void resolve(const xcallback_view_entry *entry, resolved_entry *out) {
         out->present = 1;
         return;
     }
-    out->source = open(entry->path, O_PATH | O_CLOEXEC);
+    /* A granted path is taken as written, never through a symlink: one
+     * planted in a folder a plug-in may write would bind whatever it
+     * names (the host's root, say) into the view. */
+    if (entry->kind & XCALLBACK_VIEW_GRANTED) {
+        struct open_how_v1 how = {O_PATH | O_CLOEXEC, 0, RESOLVE_NO_SYMLINKS_};
+        out->source = (int)syscall(SYS_openat2, AT_FDCWD, entry->path, &how, sizeof how);
+        if (out->source < 0 && errno == ENOSYS) out->source = open(entry->path, O_PATH | O_CLOEXEC | O_NOFOLLOW);
+        if (out->source < 0 && (errno == ELOOP || errno == ENOTDIR)) out->refused = 1;
+    } else {
+        out->source = open(entry->path, O_PATH | O_CLOEXEC);
+    }
     out->present = out->source >= 0;
 }
 
-/* Binds one entry; its read-only remount only when `remount` (kernels
- * without mount_setattr: see xcallback_build_view). */
-static int bind_entry(failure_note *note, const xcallback_view_entry *entry, const resolved_entry *resolved,
+/* Binds one entry beneath the view's `root`; its read-only remount only
+ * when `remount` (kernels without mount_setattr: see xcallback_build_view).
+ * Leaves the bind's own descriptor in `resolved->mounted`. */
+static int bind_entry(failure_note *note, int root, const xcallback_view_entry *entry, resolved_entry *resolved,
                       int remount) {
-    char target[PATH_MAX + 16], source[64];
-    if (joined(target, sizeof target, VIEW_ROOT, entry->path) != 0) return fail(note, "view path", entry->path);
-    if (make_parents(target) != 0) return fail(note, "mkdir", entry->path);
+    char last[NAME_MAX + 1], source[64], target[64];
+    int parent = open_parent_beneath(root, entry->path, last, sizeof last);
+    if (parent < 0) return fail(note, "make the folders of", entry->path);
+    int result = -1;
     if (resolved->is_link) {
         /* A later entry may have made it already (a folder bound beneath it). */
-        if (symlink(resolved->link, target) != 0 && errno != EEXIST) return fail(note, "symlink", entry->path);
-        return 0;
+        if (symlinkat(resolved->link, parent, last) != 0 && errno != EEXIST) fail(note, "symlink", entry->path);
+        else result = 0;
+        close(parent);
+        return result;
     }
-    snprintf(source, sizeof source, "/proc/self/fd/%d", resolved->source);
     struct stat info;
-    if (stat(source, &info) != 0) return 0; /* gone since it was looked up: skipped, as a missing one */
+    if (fstat(resolved->source, &info) != 0) {
+        close(parent);
+        return fail(note, "stat", entry->path);
+    }
     if (S_ISDIR(info.st_mode)) {
-        if (mkdir(target, 0755) != 0 && errno != EEXIST) return fail(note, "mkdir", entry->path);
+        if (mkdirat(parent, last, 0755) != 0 && errno != EEXIST) goto failed_mkdir;
     } else {
-        int made = open(target, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-        if (made < 0 && errno != EEXIST && errno != EISDIR && errno != EROFS) return fail(note, "create", entry->path);
+        int made = openat(parent, last, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (made < 0 && errno != EEXIST && errno != EISDIR && errno != EROFS) goto failed_mkdir;
         if (made >= 0) close(made);
     }
-    if (mount(source, target, NULL, MS_BIND | MS_REC, NULL) != 0) return fail(note, "bind", entry->path);
+    /* The mount point, never a symlink: opened without following one. */
+    int point = openat(parent, last, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    struct stat placed;
+    if (point < 0 || fstat(point, &placed) != 0 || S_ISLNK(placed.st_mode)) {
+        if (point >= 0) close(point);
+        close(parent);
+        errno = ELOOP;
+        return fail(note, "mount point", entry->path);
+    }
+    descriptor_path(source, sizeof source, resolved->source);
+    descriptor_path(target, sizeof target, point);
+    int bound = mount(source, target, NULL, MS_BIND | MS_REC, NULL);
+    int saved = errno;
+    close(point);
+    if (bound != 0) {
+        close(parent);
+        errno = saved;
+        return fail(note, "bind", entry->path);
+    }
+    /* Opened again through its parent: now it names the bind's root. */
+    resolved->mounted = openat(parent, last, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    close(parent);
+    if (resolved->mounted < 0) return fail(note, "open the bind", entry->path);
     if (!remount) return 0;
+    descriptor_path(target, sizeof target, resolved->mounted);
     int kind = entry->kind & 0xF;
     unsigned long flags = MS_REMOUNT | MS_BIND | MS_NOSUID | locked_flags(target);
     if (kind == XCALLBACK_VIEW_READ) flags |= MS_RDONLY;
     if (kind != XCALLBACK_VIEW_DEVICE) flags |= MS_NODEV;
     if (mount(NULL, target, NULL, flags, NULL) != 0) return fail(note, "remount", entry->path);
     return 0;
+failed_mkdir:
+    saved = errno;
+    close(parent);
+    errno = saved;
+    return fail(note, "make", entry->path);
 }
 
 static int compare_entries(const void *left, const void *right) {
@@ -192,13 +276,22 @@ int xcallback_build_view(const xcallback_view_entry *entries, int count, const c
     qsort(sorted, (size_t)count, sizeof *sorted, compare_entries);
     for (int i = 0; i < count; i++) resolve(&sorted[i], &resolved[i]);
 
-    int result = -1;
-    char options[128];
+    int result = -1, root = -1, scratch_point = -1;
+    char options[160], target[64];
+    for (int i = 0; i < count; i++) {
+        if (resolved[i].refused) {
+            errno = ELOOP;
+            fail(&note, "a granted path runs through a symlink:", sorted[i].path);
+            goto done;
+        }
+    }
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) { fail(&note, "make mounts private", "/"); goto done; }
     if (mount("xcallback-root", VIEW_ROOT, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") != 0) {
         fail(&note, "mount tmpfs", VIEW_ROOT);
         goto done;
     }
+    root = open(VIEW_ROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (root < 0) { fail(&note, "open", VIEW_ROOT); goto done; }
 
     /* Every bind is made read-only, no-suid and no-dev in one call for the
      * whole tree, and the written ones and the devices are opened again,
@@ -208,38 +301,50 @@ int xcallback_build_view(const xcallback_view_entry *entries, int count, const c
     int one_pass = set_mount_attributes(VIEW_ROOT, 0, 0, 0) == 0;
     for (int i = 0; i < count; i++) {
         if (!resolved[i].present) continue;
-        if (bind_entry(&note, &sorted[i], &resolved[i], !one_pass) != 0) goto done;
+        if (bind_entry(&note, root, &sorted[i], &resolved[i], !one_pass) != 0) goto done;
     }
     /* The scratch folder's mount point, while the root can still be
      * written (a bound parent holds it already: the worker made it). */
-    char target[PATH_MAX + 16];
-    if (joined(target, sizeof target, VIEW_ROOT, scratch) != 0 || make_parents(target) != 0
-        || (mkdir(target, 0700) != 0 && errno != EEXIST)) {
+    char last[NAME_MAX + 1];
+    int parent = open_parent_beneath(root, scratch, last, sizeof last);
+    if (parent < 0) { fail(&note, "make the folders of", scratch); goto done; }
+    if (mkdirat(parent, last, 0700) != 0 && errno != EEXIST) {
+        close(parent);
         fail(&note, "mkdir", scratch);
         goto done;
     }
+    scratch_point = openat(parent, last, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+    close(parent);
+    if (scratch_point < 0) { fail(&note, "open", scratch); goto done; }
     if (one_pass) {
         if (set_mount_attributes(VIEW_ROOT, AT_RECURSIVE_, MOUNT_ATTR_RDONLY_ | MOUNT_ATTR_NOSUID_ | MOUNT_ATTR_NODEV_, 0) != 0) {
             fail(&note, "make the view read-only", "/");
             goto done;
         }
+        /* Each written bind and device opened again, alone: a read-only
+         * grant beneath a written one stays read-only. */
         for (int i = 0; i < count; i++) {
             int kind = sorted[i].kind & 0xF;
-            if (!resolved[i].present || resolved[i].is_link || kind == XCALLBACK_VIEW_READ) continue;
-            char opened[PATH_MAX + 16];
+            if (resolved[i].mounted < 0 || kind == XCALLBACK_VIEW_READ) continue;
             uint64_t clear = MOUNT_ATTR_RDONLY_ | (kind == XCALLBACK_VIEW_DEVICE ? MOUNT_ATTR_NODEV_ : 0);
-            if (joined(opened, sizeof opened, VIEW_ROOT, sorted[i].path) != 0
-                || set_mount_attributes(opened, AT_RECURSIVE_, 0, clear) != 0) {
+            struct mount_attr_v1 attributes = {0, clear, 0, 0};
+            if (syscall(SYS_mount_setattr, resolved[i].mounted, "", AT_EMPTY_PATH, &attributes, sizeof attributes) != 0) {
                 fail(&note, "open for writing", sorted[i].path);
                 goto done;
             }
         }
     }
 
-    snprintf(options, sizeof options, "mode=0700,size=%llu,uid=%u,gid=%u", (unsigned long long)scratch_bytes,
-             owner, group);
-    if (mount("xcallback-scratch", target, "tmpfs", MS_NOSUID | MS_NODEV | (scratch_exec ? 0 : MS_NOEXEC),
-              options) != 0) {
+    /* Its size bounds its bytes, nr_inodes its files (an inode costs the
+     * kernel memory no size counts): 256 a MiB. */
+    unsigned long long inodes = scratch_bytes / 4096 < 1024 ? 1024 : scratch_bytes / 4096;
+    snprintf(options, sizeof options, "mode=0700,size=%llu,nr_inodes=%llu,uid=%u,gid=%u",
+             (unsigned long long)scratch_bytes, inodes, owner, group);
+    descriptor_path(target, sizeof target, scratch_point);
+    /* Never a program's folder, even with exec: programs come from the
+     * system's folders only. */
+    (void)scratch_exec;
+    if (mount("xcallback-scratch", target, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, options) != 0) {
         fail(&note, "mount tmpfs", scratch);
         goto done;
     }
@@ -248,8 +353,8 @@ int xcallback_build_view(const xcallback_view_entry *entries, int count, const c
         fail(&note, "remount read-only", "/");
         goto done;
     }
-    /* pivot_root(".", ".") stacks the base on the new root; detaching it
-     * takes the host's whole file system with it. */
+    /* pivot_root(".", ".") stacks the host's root on the new one;
+     * detaching it takes the host's whole file system with it. */
     if (chdir(VIEW_ROOT) != 0) { fail(&note, "chdir", VIEW_ROOT); goto done; }
     if (syscall(SYS_pivot_root, ".", ".") != 0) { fail(&note, "pivot_root", VIEW_ROOT); goto done; }
     if (umount2(".", MNT_DETACH) != 0) { fail(&note, "detach the host's root", NULL); goto done; }
@@ -258,7 +363,10 @@ int xcallback_build_view(const xcallback_view_entry *entries, int count, const c
 done:
     for (int i = 0; i < count; i++) {
         if (resolved[i].source >= 0) close(resolved[i].source);
+        if (resolved[i].mounted >= 0) close(resolved[i].mounted);
     }
+    if (root >= 0) close(root);
+    if (scratch_point >= 0) close(scratch_point);
     free(sorted);
     free(resolved);
     return result;

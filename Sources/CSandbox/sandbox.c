@@ -15,6 +15,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -371,6 +372,37 @@ int xcallback_seccomp_load(const xcallback_seccomp_grant *grant, int supervisor)
     result |= rule(filter, SCMP_ACT_ERRNO(EPERM), "fcntl", 1, LOW32_EQ(1, F_SETOWN_EX));
     result |= rule(filter, SCMP_ACT_ERRNO(EPERM), "ioctl", 1, SCMP_A1_64(SCMP_CMP_MASKED_EQ, 0xFFFFFFFFu, FIOSETOWN));
     result |= rule(filter, SCMP_ACT_ERRNO(EPERM), "ioctl", 1, SCMP_A1_64(SCMP_CMP_MASKED_EQ, 0xFFFFFFFFu, SIOCSPGRP));
+
+    /* Set-user-ID and set-group-ID bits: a file a plug-in writes under a
+     * grant stays on the host's disk, where anyone may run it as the
+     * plug-in's user. Refused when a mode is set (chmod family) or a file
+     * made (open with O_CREAT or O_TMPFILE, creat) with either bit. The
+     * open rules compare the flags and the mode, two arguments, in one
+     * rule each. */
+    const uint32_t privileged_bits[] = {S_ISUID, S_ISGID};
+    for (size_t i = 0; i < 2; i++) {
+        const uint32_t bit = privileged_bits[i];
+        result |= rule(filter, SCMP_ACT_ERRNO(EPERM), "chmod", 1, SCMP_A1_64(SCMP_CMP_MASKED_EQ, bit, bit));
+        result |= rule(filter, SCMP_ACT_ERRNO(EPERM), "fchmod", 1, SCMP_A1_64(SCMP_CMP_MASKED_EQ, bit, bit));
+        result |= rule(filter, SCMP_ACT_ERRNO(EPERM), "fchmodat", 1, SCMP_A2_64(SCMP_CMP_MASKED_EQ, bit, bit));
+        result |= rule(filter, SCMP_ACT_ERRNO(EPERM), "fchmodat2", 1, SCMP_A2_64(SCMP_CMP_MASKED_EQ, bit, bit));
+        result |= rule(filter, SCMP_ACT_ERRNO(EPERM), "creat", 1, SCMP_A1_64(SCMP_CMP_MASKED_EQ, bit, bit));
+        const uint32_t creating[] = {O_CREAT, __O_TMPFILE};
+        for (size_t j = 0; j < 2; j++) {
+            int open_number = seccomp_syscall_resolve_name("open");
+            if (open_number != __NR_SCMP_ERROR) {
+                result |= seccomp_rule_add(filter, SCMP_ACT_ERRNO(EPERM), open_number, 2,
+                                           SCMP_A1_64(SCMP_CMP_MASKED_EQ, creating[j], creating[j]),
+                                           SCMP_A2_64(SCMP_CMP_MASKED_EQ, bit, bit));
+            }
+            result |= seccomp_rule_add(filter, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(openat), 2,
+                                       SCMP_A2_64(SCMP_CMP_MASKED_EQ, creating[j], creating[j]),
+                                       SCMP_A3_64(SCMP_CMP_MASKED_EQ, bit, bit));
+        }
+    }
+    /* A lease on a file it may read stalls every writer of the file (the
+     * host's operator, another program) for the kernel's lease-break time. */
+    result |= rule(filter, SCMP_ACT_ERRNO(EPERM), "fcntl", 1, LOW32_EQ(1, F_SETLEASE));
 
     /* Other processes' limits and priorities: no LSM hook guards them, and
      * a same-user process may lower them (a host whose file-size limit

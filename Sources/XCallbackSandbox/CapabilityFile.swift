@@ -102,9 +102,13 @@ enum CapabilityKeys {
         guard let array = value.array else { throw CapabilityFileError("\(file): 'files.\(key)' must be a list of paths") }
         var result: [String] = []
         for element in array {
+            // Taken as written: no '.' or '..' (the operator's ceiling is
+            // checked on the text), and no symlink on the way either (the
+            // worker's file view refuses one).
             guard let path = element.string, path.hasPrefix("/"), !path.contains("\0"),
-                  !path.split(separator: "/").contains("..") else {
-                throw CapabilityFileError("\(file): 'files.\(key)' holds \(element.debugDescription): each entry must be an absolute path without '..'")
+                  !path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+                      .contains(where: { $0 == ".." || $0 == "." || ($0.isEmpty && !path.hasSuffix("/")) }) else {
+                throw CapabilityFileError("\(file): 'files.\(key)' holds \(element.debugDescription): each entry must be an absolute path without '.' or '..'")
             }
             result.append(path)
         }

@@ -25,6 +25,7 @@ struct FileView {
     static let write = Int32(XCALLBACK_VIEW_WRITE)
     static let device = Int32(XCALLBACK_VIEW_DEVICE)
     static let follow = Int32(XCALLBACK_VIEW_FOLLOW)
+    static let granted = Int32(XCALLBACK_VIEW_GRANTED)
 
     /// Files a program that resolves names needs (with `network`), bound as
     /// the files they name: /etc/resolv.conf is often a link into /run.
@@ -51,14 +52,16 @@ struct FileView {
         }
         if capabilities.network { entries += Self.networkFiles.map { ($0, Self.read | Self.follow) } }
         if capabilities.ipc { entries.append(("/dev/shm", Self.write)) }
-        entries += capabilities.filesRead.map { ($0, Self.read) }
-        entries += capabilities.filesWrite.map { ($0, Self.write) }
+        entries += capabilities.filesRead.map { ($0, Self.read | Self.granted) }
+        entries += capabilities.filesWrite.map { ($0, Self.write | Self.granted) }
         // One entry a path, the widest right winning: a folder read for the
         // plug-in and granted for writing is written.
         var widest: [String: Int32] = [:]
         for (path, kind) in entries where path.hasPrefix("/") {
             let normalized = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
-            widest[normalized] = max(widest[normalized] ?? kind, kind)
+            // The wider right wins; a granted path keeps its refusal of symlinks.
+            let previous = widest[normalized] ?? kind
+            widest[normalized] = max(previous & 0xF, kind & 0xF) | ((previous | kind) & ~0xF)
         }
         // A folder bound read-only brings what is beneath it (binds are
         // recursive): a second bind of the same rights would only cost a
@@ -70,7 +73,8 @@ struct FileView {
                 // A symlink is made again as a symlink, not bound: what it
                 // names may not be in the view.
                 var info = stat()
-                if let outer = widest[parent], outer & Self.follow == 0, outer >= kind, kind & Self.follow == 0,
+                if let outer = widest[parent], outer & Self.follow == 0, outer & 0xF >= kind & 0xF,
+                   kind & (Self.follow | Self.granted) == 0,
                    lstat(parent, &info) == 0, info.st_mode & S_IFMT == S_IFDIR {
                     return true
                 }
@@ -79,6 +83,35 @@ struct FileView {
         }
         self.entries = widest.filter { !covered($0.key, $0.value) }.map { (path: $0.key, kind: $0.value) }
         self.plan = plan
+    }
+
+    /// The path `descriptor` names, from /proc (nil when it names none).
+    static func realPath(of descriptor: Int32) -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let count = readlink("/proc/self/fd/\(descriptor)", &buffer, buffer.count - 1)
+        guard count > 0, buffer[0] == CChar(UInt8(ascii: "/")) else { return nil }
+        return String(decoding: buffer.prefix(count).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// Swaps `descriptor` (the plug-in file the host opened, on the host's
+    /// own, writable mount) for the same file opened through the view's
+    /// read-only bind of its folder: through the host's, a constructor
+    /// could `fchmod`, `futimens` or `fsetxattr` the file itself. The same
+    /// file, or the plug-in is refused: the host checked that one.
+    static func reopen(_ descriptor: Int32, at path: String) throws(SandboxError) {
+        let viewed = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard viewed >= 0 else {
+            throw SandboxError("cannot open the plug-in file \(path) in the worker's file view: \(String(cString: strerror(errno)))")
+        }
+        defer { close(viewed) }
+        var checked = stat(), seen = stat()
+        guard fstat(descriptor, &checked) == 0, fstat(viewed, &seen) == 0,
+              checked.st_dev == seen.st_dev, checked.st_ino == seen.st_ino else {
+            throw SandboxError("the plug-in file \(path) changed while its worker started; not loaded")
+        }
+        guard dup2(viewed, descriptor) == descriptor else {
+            throw SandboxError("dup2: \(String(cString: strerror(errno)))")
+        }
     }
 
     /// Builds the view and enters it. The caller is in a mount namespace of

@@ -47,8 +47,11 @@ public enum WorkerSandbox {
     /// file the plug-in really is, past symlinks); `supervisor` is the socket to hand the
     /// seccomp listener to the host on (-1: none, the kernel answers alone).
     /// Returns the layers applied, for the log.
+    /// `library`, when given, is the descriptor of the plug-in file the
+    /// host opened and checked; in a file view it is swapped for the same
+    /// file opened through the view's read-only bind (see `FileView`).
     public static func enter(_ plan: SandboxPlan, report: SandboxReport?, host: pid_t = getppid(), loadedFrom: [String] = [],
-                             supervisor: Int32 = -1) throws(SandboxError) -> [String] {
+                             supervisor: Int32 = -1, library: Int32 = -1) throws(SandboxError) -> [String] {
         let support = KernelSupport.probe()
         if plan.strict, let missing = support.missing {
             throw SandboxError("--sandbox strict: this kernel lacks \(missing)")
@@ -110,7 +113,9 @@ public enum WorkerSandbox {
             ? tasksOfUser(getuid()) + capabilities.processes : nil
         layers += try enterNamespaces(Namespaces.wanted(by: capabilities), fileView: plan.fileView)
         if plan.fileView {
+            let libraryPath = library >= 0 ? FileView.realPath(of: library) : nil
             try FileView(plan: plan, loadedFrom: loadedFrom, mappedFolders: mappedFolders).build()
+            if let libraryPath { try FileView.reopen(library, at: libraryPath) }
             layers.append("file view")
         }
         // Landlock's rules open each path now, while the worker may still
@@ -235,8 +240,11 @@ public enum WorkerSandbox {
             try allow(device, LandlockRights.readFile | LandlockRights.writeFile | LandlockRights.truncate)
         }
         if capabilities.exec {
-            for path in programFolders { try allow(path, LandlockRights.read | LandlockRights.execute) }
+            for path in programFolders + ["/etc/alternatives"] { try allow(path, LandlockRights.read | LandlockRights.execute) }
         }
+        // What the file view binds in for a grant, Landlock allows too.
+        if capabilities.network { for path in FileView.networkFiles { try allow(path, LandlockRights.read) } }
+        if capabilities.ipc { try allow("/dev/shm", LandlockRights.read | LandlockRights.write) }
         for path in capabilities.filesRead { try allow(path, LandlockRights.read | execute) }
         for path in capabilities.filesWrite { try allow(path, LandlockRights.read | LandlockRights.write) }
         try allow(plan.scratch, LandlockRights.read | LandlockRights.write)

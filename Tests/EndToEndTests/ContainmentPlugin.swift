@@ -11,7 +11,10 @@ enum ContainmentPlugin {
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <signal.h>
 #include <sys/inotify.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/xattr.h>
@@ -43,7 +46,7 @@ static void answer(xcallback_reply reply, const char *what, long result) {
 
 static void do_chmod(const xcallback_request *request, xcallback_reply reply, void *unused) {
     (void)unused;
-    answer(reply, "chmod", chmod(parameter(request, "path"), 04755));
+    answer(reply, "chmod", chmod(parameter(request, "path"), 0777));
 }
 
 static void do_utime(const xcallback_request *request, xcallback_reply reply, void *unused) {
@@ -86,6 +89,43 @@ static void do_own(const xcallback_request *request, xcallback_reply reply, void
     answer(reply, "utimensat", utimensat(AT_FDCWD, "mine.txt", times, 0));
 }
 
+/* setuid?: a file of its own made set-uid, by open and by fchmod. */
+static void do_setuid(const xcallback_request *request, xcallback_reply reply, void *unused) {
+    (void)request;
+    (void)unused;
+    int fd = open("planted", O_WRONLY | O_CREAT | O_CLOEXEC, 04755);
+    if (fd >= 0) {
+        close(fd);
+        errno = EEXIST;
+        answer(reply, "open(O_CREAT, 04755)", -1 + 2); /* made: reported as done */
+        return;
+    }
+    int plain = open("plain", O_WRONLY | O_CREAT | O_CLOEXEC, 0755);
+    if (plain < 0) { answer(reply, "open", -1); return; }
+    int changed = fchmod(plain, 02755);
+    int saved = errno;
+    close(plain);
+    errno = saved;
+    answer(reply, "fchmod", changed);
+}
+
+/* library?: the plug-in file itself, through the descriptor its worker
+ * was handed: its mode and times. */
+static void do_library(const xcallback_request *request, xcallback_reply reply, void *unused) {
+    (void)request;
+    (void)unused;
+    if (fchmod(4, 0777) == 0) { answer(reply, "fchmod", 0); return; }
+    answer(reply, "fchmod", -1);
+}
+
+/* plant?dir=D: a symlink D/escape to the root, for a grant to name. */
+static void do_plant(const xcallback_request *request, xcallback_reply reply, void *unused) {
+    (void)unused;
+    char path[512];
+    snprintf(path, sizeof path, "%s/escape", parameter(request, "dir"));
+    answer(reply, "symlink", symlink("../../../../../../../../..", path));
+}
+
 /* syscall?name=N: makes system call N with harmless arguments. */
 static void do_syscall(const xcallback_request *request, xcallback_reply reply, void *unused) {
     (void)unused;
@@ -108,6 +148,16 @@ static void do_syscall(const xcallback_request *request, xcallback_reply reply, 
     else if (strcmp(name, "perf_event_open") == 0) result = syscall(SYS_perf_event_open, NULL, 0, -1, -1, 0);
     else if (strcmp(name, "chroot") == 0) result = syscall(SYS_chroot, "/");
     else if (strcmp(name, "past-last") == 0) result = syscall(1000);
+    else if (strcmp(name, "memfd_create") == 0) result = syscall(SYS_memfd_create, "x", 0);
+    else if (strcmp(name, "openat2") == 0) {
+        unsigned long long how[3] = { O_RDONLY, 0, 0 };
+        result = syscall(SYS_openat2, AT_FDCWD, "/", how, sizeof how);
+    }
+    else if (strcmp(name, "clone-newuser") == 0) {
+        result = syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0);
+        if (result == 0) _exit(0);
+        if (result > 0) waitpid((pid_t)result, NULL, 0);
+    }
     else { errno = EINVAL; result = -1; }
     answer(reply, name, result);
 }
@@ -116,7 +166,8 @@ XCALLBACK_EXPORT int xcallback_plugin_register(const xcallback_host_api *api, xc
     host = api;
     struct { const char *action; xcallback_handler handler; } routes[] = {
         {"chmod", do_chmod}, {"utime", do_utime}, {"setxattr", do_setxattr}, {"stat", do_stat},
-        {"inotify", do_inotify}, {"own", do_own}, {"syscall", do_syscall},
+        {"inotify", do_inotify}, {"own", do_own}, {"syscall", do_syscall}, {"setuid", do_setuid},
+        {"library", do_library}, {"plant", do_plant},
     };
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
         int rc = api->register_action(plugin, "contain", routes[i].action, routes[i].handler, NULL);

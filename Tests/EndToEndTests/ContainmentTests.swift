@@ -104,8 +104,16 @@ struct ContainmentTests {
         }
         try session.expectHostAlive()
         #expect(try [outside, secret, shell].map(FileState.init) == before, "a file outside every grant changed")
-        // Its own scratch folder is its own.
+        // Its own scratch folder is its own, but no file in it is set-uid.
         #expect(try session.contain("own").params["result"] == "done")
+        let setuid = try session.contain("setuid")
+        #expect(setuid.params["errorMessage"] == "fchmod: Operation not permitted", "\(setuid)")
+        // The plug-in file, through the descriptor its worker was handed,
+        // keeps its mode (a read-only bind, or not the worker's file).
+        let library = session.fixture.plugins + "/lib\(ContainmentPlugin.name).so"
+        let libraryBefore = try FileState(library)
+        Self.expectFailed(try session.contain("library"), "fchmod")
+        #expect(try FileState(library) == libraryBefore)
 
         // A root host's worker is not root.
         let workers = hostProcesses(of: session.host.pid).filter { !isZygote($0) }
@@ -131,7 +139,7 @@ struct ContainmentTests {
     func callsNoPluginNeeds() throws {
         let session = try Session()
         for name in ["keyctl", "add_key", "name_to_handle_at", "quotactl", "acct", "syslog", "fanotify_init",
-                     "userfaultfd", "perf_event_open", "chroot", "past-last"] {
+                     "userfaultfd", "perf_event_open", "chroot", "past-last", "memfd_create", "openat2"] {
             let record = try session.contain("syscall?name=\(name)")
             // Refused quietly (ENOSYS, or an errno) or as a violation that
             // ends the worker: never done.
@@ -140,6 +148,45 @@ struct ContainmentTests {
             try session.expectHostAlive()
         }
         session.finish()
+    }
+
+    @Test("a granted path with a symlink planted on it is refused, never followed out of the view",
+          arguments: [false, true])
+    func symlinkInAGrant(processes: Bool) throws {
+        let outside = try Scratch()
+        #expect(chmod(outside.path, 0o777) == 0)
+        let fixture = try HostFixture(["Calculator"], isolation: "process")
+        try TestPlugin.build(ContainmentPlugin.name, source: ContainmentPlugin.source, into: fixture.plugins)
+        // It may write the folder, and read "escape/etc" there: once the
+        // plug-in makes "escape" a link to the root, that would be the
+        // host's /etc (the attack pass bound the host's whole root so).
+        try Data("""
+            \(processes ? "processes = 2\n" : "")[files]
+            write = ["\(outside.path)"]
+            read = ["\(outside.path)/escape/etc"]
+            """.utf8).write(to: URL(fileURLWithPath: fixture.plugins + "/lib\(ContainmentPlugin.name).caps.toml"))
+        let lines = ["contain://x-callback-url/plant?dir=\(percentEncoded(outside.path))"]
+        let first = try fixture.run(["--output", "jsonl"], lines: lines)
+        #expect(try first.lines.map(Record.init(jsonLine:)).first?.params["result"] == "done", "\(first.stdout) \(first.stderr)")
+        // The next worker's view would bind what the link names (the
+        // host's root): it is refused, and nothing outside is reached.
+        let second = try fixture.run(["--output", "jsonl"], lines: [
+            "contain://x-callback-url/stat?path=%2Fetc%2Fpasswd", "calc://x-callback-url/add?lhs=1&rhs=2",
+        ])
+        let records = try second.lines.map(Record.init(jsonLine:))
+        #expect(!records.contains { $0.input?.hasPrefix("contain://") == true && $0.params["result"] == "done" }, "\(second.stdout)")
+        #expect((second.stdout + second.stderr).contains("a granted path runs through a symlink"), "\(second.stdout) \(second.stderr)")
+        #expect(records.contains { $0.params["result"] == "3" })
+    }
+
+    @Test("a new user namespace is not a clone away, even with processes")
+    func noNamespaceByClone() throws {
+        let fixture = try HostFixture(["Calculator"], isolation: "process")
+        try TestPlugin.build(ContainmentPlugin.name, source: ContainmentPlugin.source, into: fixture.plugins)
+        try Data("processes = 2\n".utf8).write(to: URL(fileURLWithPath: fixture.plugins + "/lib\(ContainmentPlugin.name).caps.toml"))
+        let run = try fixture.run(["--output", "jsonl"], lines: ["contain://x-callback-url/syscall?name=clone-newuser"])
+        let record = try #require(try run.lines.map(Record.init(jsonLine:)).first, "\(run.stderr)")
+        #expect(record.params["result"] == nil, "\(record)")
     }
 
     @Test("check --json lists the system-call groups and the layers a worker gets")

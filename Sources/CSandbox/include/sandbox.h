@@ -74,6 +74,7 @@ enum {
     XCALLBACK_VIEW_WRITE = 1,     /* bound read-write */
     XCALLBACK_VIEW_DEVICE = 2,    /* a device node, bound read-write */
     XCALLBACK_VIEW_FOLLOW = 1 << 4, /* bind what a symlink names at the symlink's own path (/proc/self) */
+    XCALLBACK_VIEW_GRANTED = 1 << 5, /* a granted path: refused, not followed, if a symlink is on it */
 };
 typedef struct {
     const char *path;
@@ -82,9 +83,10 @@ typedef struct {
 
 /* Replaces the calling process's file system with a view of its own: an
  * empty, read-only tmpfs root with `entries` bound in at their own paths
- * (missing ones skipped; a symlink made again as a symlink unless FOLLOW),
- * and a tmpfs of `scratch_bytes` at `scratch` owned by `owner`:`group`,
- * mode 0700 (no exec unless `scratch_exec`). Needs a mount namespace of its
+ * (missing ones skipped; a symlink made again as a symlink unless FOLLOW;
+ * a granted one with a symlink on its path refused), and a tmpfs of
+ * `scratch_bytes` at `scratch` owned by `owner`:`group`, mode 0700, no
+ * exec (`scratch_exec` is ignored: programs come from the system's folders). Needs a mount namespace of its
  * own (xcallback_enter_namespaces with `mount`) and must run before any
  * thread starts. Returns 0, or -1 with errno and `failure` naming the step. */
 int xcallback_build_view(const xcallback_view_entry *entries, int count, const char *scratch, uint64_t scratch_bytes,

@@ -100,7 +100,7 @@ public enum WorkerMain {
                 let supervisor = fcntl(supervisorDescriptor, F_GETFD) >= 0 ? supervisorDescriptor : -1
                 let layers = try WorkerSandbox.enter(sandbox, report: progress?.sandboxReport, host: host,
                                                      loadedFrom: loadedFiles(pluginPath, checking: FileSecurity(allowInsecure: allowInsecure)),
-                                                     supervisor: supervisor)
+                                                     supervisor: supervisor, library: libraryDescriptor)
                 logger.debug("worker \(getpid()): sandbox \(layers.joined(separator: ", ")); \(sandbox.capabilities.summary)")
             } catch {
                 sandboxError = error
