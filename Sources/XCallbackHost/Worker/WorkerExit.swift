@@ -71,19 +71,18 @@ struct WorkerParent: Sendable {
 
     /// Signals the worker.
     func signal(_ pid: pid_t, _ signal: Int32) {
-        if let forked { _ = xcallback_pidfd_signal(forked.pidfd, signal, 0) } else { kill(pid, signal) }
+        if let forked { forked.signal(signal) } else { kill(pid, signal) }
     }
 
     /// Signals the worker's process group (it leads one of its own).
     func signalGroup(_ pid: pid_t, _ signal: Int32) {
-        if let forked { _ = xcallback_pidfd_signal(forked.pidfd, signal, 1) } else { kill(-pid, signal) }
+        if let forked { forked.signal(signal, group: true) } else { kill(-pid, signal) }
     }
 
     /// As `WorkerExit.reap`.
     func reap(_ pid: pid_t, grace: Int32) -> WorkerExit {
         guard let forked else { return WorkerExit.reap(pid, grace: grace) }
-        var event = pollfd(fd: forked.pidfd, events: Int16(POLLIN), revents: 0)
-        while poll(&event, 1, grace) < 0 && errno == EINTR {}
+        forked.waitForExit(milliseconds: grace)
         signalGroup(pid, SIGKILL)
         signal(pid, SIGKILL)
         return exit(of: forked)
@@ -98,7 +97,9 @@ struct WorkerParent: Sendable {
     /// What the zygote reported; a worker whose zygote died was killed with
     /// it (PR_SET_PDEATHSIG), and one it did not report in time (a stopped
     /// zygote) is taken for killed.
+    /// Its pidfd is closed then: the worker is gone, or taken for gone.
     private func exit(of forked: ForkedWorker) -> WorkerExit {
-        forked.zygote.exit(of: forked.serial) ?? WorkerExit(status: SIGKILL)
+        defer { forked.close() }
+        return forked.zygote.exit(of: forked.serial) ?? WorkerExit(status: SIGKILL)
     }
 }
