@@ -164,9 +164,19 @@ extension RunCommand {
     func startMetricsServer(for host: Host, logger: Logger) throws -> MetricsServer? {
         guard let metrics, let counts = host.metrics else { return nil }
         do {
-            let server = try MetricsServer(address: MetricsAddress(parsing: metrics), metrics: counts)
+            let asked = try MetricsAddress(parsing: metrics)
+            let server = try MetricsServer(address: asked, metrics: counts)
             server.start()
-            logger.notice("serving metrics at \(server.address) (GET /metrics)")
+            // Both at the default level: an exposure nobody chose knowingly
+            // must show, and a port the kernel chose is found nowhere else.
+            if let exposure = server.address.exposure {
+                logger.warning("--metrics \(server.address) \(exposure); bind to 127.0.0.1 or a socket path unless a scraper elsewhere needs it")
+            }
+            if case .tcp(_, 0) = asked {
+                logger.warning("serving metrics at \(server.address) (GET /metrics; port chosen for --metrics \(metrics))")
+            } else {
+                logger.notice("serving metrics at \(server.address) (GET /metrics)")
+            }
             return server
         } catch {
             throw Failure.exit(error.message)

@@ -72,7 +72,7 @@ struct RunLimitOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Seconds a request may take before it is answered Timeout.", valueName: "seconds"))
     var timeout: Double = 30
 
-    @Option(name: .customLong("idle-timeout"), help: ArgumentHelp("Seconds a socket connection may go without sending a complete request line, with none in flight, before it is closed.", valueName: "seconds"))
+    @Option(name: .customLong("idle-timeout"), help: ArgumentHelp("Seconds a socket connection may go without sending a complete request line, with none in flight, before it is closed; and the seconds its client may take to read the records written to it before it is dropped.", valueName: "seconds"))
     var idleTimeout: Double = 60
 
     @Option(name: .customLong("grace-period"), help: ArgumentHelp("Seconds in-flight requests may finish after SIGINT/SIGTERM.", valueName: "seconds"))

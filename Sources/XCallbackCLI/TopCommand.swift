@@ -60,8 +60,12 @@ struct TopCommand: ParsableCommand {
             let now = MonotonicClock.now
             var rows: [TopRow] = []
             var inFlight = 0.0
-            do {
+            do throws(MetricsClient.Failure) {
                 let samples = ScrapedSamples.parse(try MetricsClient.fetch(address))
+                // A page without the host's build sample is not a host's.
+                guard samples.contains(where: { $0.name == "xcallback_build_info" }) else {
+                    throw MetricsClient.Failure(message: "\(address) serves no xcallback metrics (no xcallback_build_info sample)")
+                }
                 let seconds = previous.map { Double(now - $0.at) / 1e9 } ?? 0
                 rows = TopTable.rows(current: samples, previous: previous?.samples, seconds: seconds)
                 inFlight = samples.first { $0.name == "xcallback_requests_in_flight" }?.value ?? 0
@@ -71,8 +75,8 @@ struct TopCommand: ParsableCommand {
                 // The first scrape must work; later, a host that went away is said.
                 guard previous != nil else {
                     terminal?.restore()
-                    guard error.nobodyListens else { throw Failure.exit(error.message) }
-                    throw Failure.exit("\(error.message): no host serves metrics there (start one with: "
+                    guard error.nobodyListens else { throw Failure.exit(PrintableText.escaping(error.message)) }
+                    throw Failure.exit("\(PrintableText.escaping(error.message)): no host serves metrics there (start one with: "
                         + "xcallback run --metrics \(ShellWord.quoted(address.description)) --socket PATH, or name its address: xcallback top ADDRESS)")
                 }
                 failure = error.message
@@ -84,7 +88,7 @@ struct TopCommand: ParsableCommand {
                               rows: order.ordered(rows), failure: failure)
             } else {
                 let time = UTCTimestamp.now()
-                if let failure { Failure.note(failure) }
+                if let failure { Failure.note(PrintableText.escaping(failure)) }
                 var text = ""
                 for row in order.ordered(rows) { text += TopTable.plainLine(row, time: time) + "\n" }
                 _ = text.withCString { write(1, $0, strlen($0)) }
@@ -148,12 +152,16 @@ final class TopTerminal {
         return ioctl(1, UInt(TIOCGWINSZ), &size) == 0 && size.ws_col > 0 ? Int(size.ws_col) : 120
     }
 
+    /// One screen. Every text is escaped (`PrintableText`) before it is
+    /// shown: the server is not trusted, and a label or message of its with
+    /// a control sequence would otherwise drive the terminal (its title, its
+    /// clipboard). The only controls written are top's own.
     func draw(header: String, keys: String, rows: [TopRow], failure: String?) {
         let width = self.width
         var text = "\u{1B}[H\u{1B}[2J"
-        text += String(header.prefix(width)) + "\n"
+        text += String(PrintableText.escaping(header).prefix(width)) + "\n"
         text += String(keys.prefix(width)) + "\n"
-        if let failure { text += String(("! " + failure).prefix(width)) + "\n" }
+        if let failure { text += String(("! " + PrintableText.escaping(failure)).prefix(width)) + "\n" }
         text += "\n"
         for line in TopTable.lines(rows, width: width) { text += line + "\n" }
         emit(text)

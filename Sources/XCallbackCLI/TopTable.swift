@@ -1,4 +1,5 @@
 import XCallbackMetrics
+import XCallbackSystem
 
 /// One row of `xcallback top`: a plug-in as two scrapes of its host's
 /// metrics show it.
@@ -136,8 +137,10 @@ enum TopTable {
 
     static let header = ["PLUG-IN", "REQ/S", "TOTAL", "P50", "P99", "ERRORS", "RESTARTS", "STATE", "SANDBOX"]
 
+    /// A row's texts, as shown: the plug-in's name, a label of the
+    /// server's, escaped.
     static func cells(_ row: TopRow) -> [String] {
-        [row.plugin, fixed(row.perSecond, 1), count(row.total), duration(row.p50), duration(row.p99), count(row.errors),
+        [PrintableText.escaping(row.plugin), fixed(row.perSecond, 1), count(row.total), duration(row.p50), duration(row.p99), count(row.errors),
          count(row.restarts), row.quarantined ? "quarantined" : "ok", sandbox(row)]
     }
 
@@ -162,7 +165,7 @@ enum TopTable {
 
     /// One plain line per plug-in, for a stdout that is no terminal.
     static func plainLine(_ row: TopRow, time: String) -> String {
-        "\(time) plugin=\(row.plugin) rate=\(fixed(row.perSecond, 1)) total=\(count(row.total)) p50=\(duration(row.p50)) p99=\(duration(row.p99)) errors=\(count(row.errors)) restarts=\(count(row.restarts)) state=\(row.quarantined ? "quarantined" : "ok") sandbox=\(sandbox(row).replacingSpaces)"
+        "\(time) plugin=\(PrintableText.escaping(row.plugin).replacingSpaces) rate=\(fixed(row.perSecond, 1)) total=\(count(row.total)) p50=\(duration(row.p50)) p99=\(duration(row.p99)) errors=\(count(row.errors)) restarts=\(count(row.restarts)) state=\(row.quarantined ? "quarantined" : "ok") sandbox=\(sandbox(row).replacingSpaces)"
     }
 }
 

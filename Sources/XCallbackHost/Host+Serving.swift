@@ -115,7 +115,11 @@ extension Host {
                 defer { counts?.connectionsClosed.add() }
                 let sink = OutputSink(connection: connection, format: configuration.output,
                                       keepOrder: configuration.keepOrder, tally: tally,
-                                      stop: stopSignal, gracePeriod: configuration.gracePeriod, input: counts)
+                                      stop: stopSignal, gracePeriod: configuration.gracePeriod,
+                                      writeDeadline: configuration.idleTimeout, input: counts,
+                                      onDropped: { [logger, idle = configuration.idleTimeout] in
+                                          logger.warning("dropped a socket connection whose client did not read its records within \(idle) (--idle-timeout)")
+                                      })
                 let loop = runLoop(input: connection, sink: sink)
                 drain(loop)
                 close(connection)

@@ -55,6 +55,7 @@ public final class SandboxSupervisor: Sendable {
         close(channel)
         guard listener >= 0 else { return }
         defer { close(listener) }
+        var pace = DeniedCallPace(now: DeniedCallPace.now)
         while true {
             var ready = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
             let polled = poll(&ready, 1, -1)
@@ -70,6 +71,9 @@ public final class SandboxSupervisor: Sendable {
                 return
             }
             if call.denied_kind != 0 {
+                // A flood is slowed: the caller waits for its answer.
+                let wait = pace.delay(now: DeniedCallPace.now)
+                if wait > 0 { DeniedCallPace.sleep(wait) }
                 _ = xcallback_seccomp_answer(listener, &call)
                 report(DeniedCalls(rawValue: call.denied_kind))
             } else {

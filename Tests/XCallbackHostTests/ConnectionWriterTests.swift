@@ -67,7 +67,7 @@ struct ConnectionWriterTests {
     func backPressure() throws {
         let pair = try SocketPair()
         let writer = ConnectionWriter(descriptor: pair.host, maxWaitingRecords: 50, stop: StopSignal(),
-                                      gracePeriod: .seconds(5))
+                                      gracePeriod: .seconds(5), writeDeadline: .seconds(60))
         // 300 records of 10 KiB: far more than the socket buffers hold.
         let appended = Self.returns(within: 20) {
             for index in 0..<300 { writer.append { $0 += Self.record(index) } }
@@ -100,7 +100,7 @@ struct ConnectionWriterTests {
         let pair = try SocketPair()
         let stop = StopSignal()
         let writer = ConnectionWriter(descriptor: pair.host, maxWaitingRecords: 50, stop: stop,
-                                      gracePeriod: .milliseconds(200))
+                                      gracePeriod: .milliseconds(200), writeDeadline: .seconds(60))
         for index in 0..<100 { writer.append { $0 += Self.record(index) } }
         stop.raise()
         #expect(Self.returns(within: 20) { writer.finish() }, "finish did not give up after the grace period")
@@ -110,11 +110,32 @@ struct ConnectionWriterTests {
         #expect(received.count < 100 * 10_240)
     }
 
+    @Test("a client that stops reading is dropped at the write deadline: its input goes on, and sees the end")
+    func droppedAtDeadline() throws {
+        let pair = try SocketPair()
+        let dropped = DispatchSemaphore(value: 0)
+        let writer = ConnectionWriter(descriptor: pair.host, maxWaitingRecords: 50, stop: StopSignal(),
+                                      gracePeriod: .seconds(5), writeDeadline: .milliseconds(300),
+                                      onDropped: { dropped.signal() })
+        for index in 0..<300 { writer.append { $0 += Self.record(index) } }
+        // No stop is raised: only the deadline ends the wait.
+        #expect(Self.returns(within: 20) { writer.waitForRoom() }, "the input waited past the write deadline")
+        #expect(dropped.wait(timeout: .now() + 20) == .success, "onDropped was not told")
+        // Shut down both ways: the host's end reads the end of input.
+        var byte: UInt8 = 0
+        #expect(read(pair.host, &byte, 1) == 0)
+        // Records appended afterwards are dropped, and nothing waits.
+        #expect(Self.returns(within: 20) {
+            writer.append { $0 += Self.record(0) }
+            writer.finish()
+        })
+    }
+
     @Test("a client that is gone: records are dropped and nothing waits")
     func clientGone() throws {
         let pair = try SocketPair()
         let writer = ConnectionWriter(descriptor: pair.host, maxWaitingRecords: 50, stop: StopSignal(),
-                                      gracePeriod: .seconds(5))
+                                      gracePeriod: .seconds(5), writeDeadline: .seconds(60))
         // Shut down, not closed: the pair closes its descriptors once.
         shutdown(pair.client, Int32(SHUT_RDWR))
         #expect(Self.returns(within: 20) {

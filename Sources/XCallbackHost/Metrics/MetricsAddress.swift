@@ -30,6 +30,19 @@ public enum MetricsAddress: Sendable, Equatable, CustomStringConvertible {
         self = .tcp(host: host, port: port)
     }
 
+    /// Who beyond this machine's own users can reach the address, in words
+    /// for the log (completing "--metrics 0.0.0.0:9464 …"); nil for a
+    /// socket path or a loopback address (127.0.0.0/8).
+    public var exposure: String? {
+        guard case .tcp(let host, _) = self else { return nil }
+        var address = in_addr()
+        guard inet_pton(AF_INET, host, &address) == 1 else { return nil }
+        let value = UInt32(bigEndian: address.s_addr)
+        if value >> 24 == 127 { return nil }
+        if value == 0 { return "listens on every interface: anyone who can reach this machine can read which plug-ins run and how often" }
+        return "listens on \(host), not loopback: anyone who can reach that address can read which plug-ins run and how often"
+    }
+
     public var description: String {
         switch self {
         case .tcp(let host, let port): "\(host):\(port)"

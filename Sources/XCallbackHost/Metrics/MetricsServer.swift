@@ -24,7 +24,9 @@ public final class MetricsServer: Sendable {
 
     /// A request's head may be this long; a longer one is answered 431.
     static let maxRequestBytes = 8 * 1024
-    /// How long a client may take to send its request and take the answer.
+    /// How long a client may take to send its request and take the whole
+    /// answer: one deadline for the exchange, so one that stops reading
+    /// holds the next scrape up this long at most.
     static let clientTimeoutMilliseconds: Int32 = 2000
 
     /// Listens at `address` (port 0: any free port, said by `address`).
@@ -93,8 +95,9 @@ public final class MetricsServer: Sendable {
         }
     }
 
-    /// Stops serving (the connection under way, if any, is finished first),
-    /// and removes the socket file of a Unix address.
+    /// Stops serving (the connection under way, if any, is dropped: a stop
+    /// never waits on a client), and removes the socket file of a Unix
+    /// address.
     public func stop() {
         var byte: UInt8 = 1
         _ = write(wake.write, &byte, 1)
@@ -123,52 +126,63 @@ public final class MetricsServer: Sendable {
         }
     }
 
-    /// Reads one request head and answers it.
+    /// Reads one request head and answers it, all within one deadline;
+    /// gives up on the client at the deadline or at a stop.
     private func answer(_ connection: Int32) {
-        var timeout = timeval(tv_sec: Int(Self.clientTimeoutMilliseconds / 1000), tv_usec: 0)
-        setsockopt(connection, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         let deadline = MonotonicClock.now + UInt64(Self.clientTimeoutMilliseconds) * 1_000_000
         var head: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 2048)
         while HTTPRequestHead.end(of: head) == nil {
             guard head.count < Self.maxRequestBytes else {
-                respond(connection, status: "431 Request Header Fields Too Large", body: "request head too long\n")
+                respond(connection, status: "431 Request Header Fields Too Large", body: "request head too long\n",
+                        deadline: deadline)
                 return
             }
             let now = MonotonicClock.now
             guard now < deadline else { return }
-            var event = pollfd(fd: connection, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&event, 1, Int32((deadline - now) / 1_000_000) + 1)
+            var events = [pollfd(fd: connection, events: Int16(POLLIN), revents: 0),
+                          pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)]
+            let ready = poll(&events, 2, Int32((deadline - now) / 1_000_000) + 1)
             if ready < 0 && errno == EINTR { continue }
-            guard ready > 0 else { return }
-            let count = chunk.withUnsafeMutableBytes { read(connection, $0.baseAddress, $0.count) }
+            guard ready > 0, events[1].revents == 0 else { return }
+            let count = chunk.withUnsafeMutableBytes { recv(connection, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { continue }
             if count < 0 && errno == EINTR { continue }
             guard count > 0 else { return }
             head += chunk[..<count]
         }
         guard let request = HTTPRequestHead(head) else {
-            respond(connection, status: "400 Bad Request", body: "not an HTTP request\n")
+            respond(connection, status: "400 Bad Request", body: "not an HTTP request\n", deadline: deadline)
             return
         }
         guard request.path == "/metrics" || request.path.hasPrefix("/metrics?") else {
-            respond(connection, status: "404 Not Found", body: "only /metrics is served here\n")
+            respond(connection, status: "404 Not Found", body: "only /metrics is served here\n", deadline: deadline)
             return
         }
         guard request.method == "GET" || request.method == "HEAD" else {
-            respond(connection, status: "405 Method Not Allowed", body: "only GET\n", extra: "Allow: GET, HEAD\r\n")
+            respond(connection, status: "405 Method Not Allowed", body: "only GET\n", extra: "Allow: GET, HEAD\r\n",
+                    deadline: deadline)
             return
         }
         let format = ExpositionFormat.negotiated(accept: request.header("accept"))
         respond(connection, status: "200 OK", body: metrics.exposition(format), contentType: format.contentType,
-                headOnly: request.method == "HEAD")
+                headOnly: request.method == "HEAD", deadline: deadline)
     }
 
+    /// Sends the answer by `deadline`; a client that has not taken it all
+    /// by then, or by a stop, is dropped.
     private func respond(_ connection: Int32, status: String, body: String,
-                         contentType: String = "text/plain; charset=utf-8", extra: String = "", headOnly: Bool = false) {
+                         contentType: String = "text/plain; charset=utf-8", extra: String = "", headOnly: Bool = false,
+                         deadline: UInt64) {
         let bodyBytes = Array(body.utf8)
         var response = Array("HTTP/1.1 \(status)\r\nContent-Type: \(contentType)\r\nContent-Length: \(bodyBytes.count)\r\n\(extra)Connection: close\r\n\r\n".utf8)
         if !headOnly { response += bodyBytes }
-        _ = response.withUnsafeBytes { BufferedWriter.writeAll(connection, $0) }
+        guard DeadlineWrite.send(connection, response, deadline: deadline, wake: wake.read) == .written else {
+            // What the client did not take is thrown away, not sent on
+            // after the close.
+            shutdown(connection, Int32(SHUT_RDWR))
+            return
+        }
         // The client reads to the end; shut the sending side so it sees one.
         shutdown(connection, Int32(SHUT_WR))
     }

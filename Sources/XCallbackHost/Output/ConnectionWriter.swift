@@ -16,9 +16,12 @@ import Musl
 /// a drain thread of this connection's own. The connection's input waits
 /// (`waitForRoom`) while `maxWaitingRecords` records wait to be written, so
 /// a client that stops reading holds a bounded number of records and
-/// delays no one but itself. Once the host is stopping, such a client gets
-/// the grace period to read; then the connection is shut down, so it cannot
-/// hold the host up either.
+/// delays no one but itself. Every chunk the drain thread writes has one
+/// deadline as a whole (`writeDeadline`, the host's `--idle-timeout`): a
+/// client that has not taken it by then is dropped, its connection shut
+/// down. Once the host is stopping, such a client gets at most the grace
+/// period to read; then the connection is shut down, so it cannot hold the
+/// host up either.
 final class ConnectionWriter: OutputWriter, @unchecked Sendable {
     // @unchecked: all state is guarded by `state`.
     private struct State {
@@ -56,8 +59,16 @@ final class ConnectionWriter: OutputWriter, @unchecked Sendable {
     /// read (`run --metrics`).
     private let waited: Counter?
 
-    init(descriptor: Int32, maxWaitingRecords: Int, stop: StopSignal, gracePeriod: Duration, waited: Counter? = nil) {
+    /// How long the client may take to read one chunk of its records.
+    private let writeDeadline: UInt64
+    /// Told once, when the client is dropped for not reading.
+    private let onDropped: @Sendable () -> Void
+
+    init(descriptor: Int32, maxWaitingRecords: Int, stop: StopSignal, gracePeriod: Duration,
+         writeDeadline: Duration, waited: Counter? = nil, onDropped: @escaping @Sendable () -> Void = {}) {
         self.waited = waited
+        self.writeDeadline = writeDeadline.nanoseconds
+        self.onDropped = onDropped
         self.descriptor = descriptor
         self.maxWaitingRecords = maxWaitingRecords
         self.stop = stop
@@ -83,7 +94,7 @@ final class ConnectionWriter: OutputWriter, @unchecked Sendable {
     func flush() {
         let startDrain = state.withLock { state -> Bool in
             guard !state.draining, !state.closed, !state.buffer.isEmpty else { return false }
-            guard let sent = Self.transmit(descriptor, state.buffer, blocking: false) else {
+            guard let sent = Self.transmit(descriptor, state.buffer) else {
                 state.close()
                 return false
             }
@@ -140,8 +151,8 @@ final class ConnectionWriter: OutputWriter, @unchecked Sendable {
         state.wait(until: isDone) { _ in }
     }
 
-    /// Writes the buffer with blocking sends, chunk by chunk, until it is
-    /// empty or the client is gone.
+    /// Writes the buffer, chunk by chunk, until it is empty or the client
+    /// is gone; drops a client that does not take a chunk by its deadline.
     private func drain() {
         while true {
             let chunk = state.withLock { state -> [UInt8]? in
@@ -157,17 +168,23 @@ final class ConnectionWriter: OutputWriter, @unchecked Sendable {
             }
             state.broadcast()
             guard let chunk else { return }
-            let written = Self.transmit(descriptor, chunk, blocking: true)
+            let outcome = DeadlineWrite.send(descriptor, chunk, deadline: MonotonicClock.now + writeDeadline)
+            if outcome == .late {
+                // Shut down, not closed: the descriptor is the input's too,
+                // which now sees the end of the connection and ends it.
+                shutdown(descriptor, Int32(SHUT_RDWR))
+                onDropped()
+            }
             state.withLock { state in
-                if written == nil { state.close() } else { state.writingRecords = 0 }
+                if outcome == .written { state.writingRecords = 0 } else { state.close() }
             }
         }
     }
 
-    /// Sends `bytes`: all of them when `blocking`, else as many as the
-    /// socket takes now. The count sent, or nil when the client is gone.
-    private static func transmit(_ descriptor: Int32, _ bytes: [UInt8], blocking: Bool) -> Int? {
-        let flags = Int32(MSG_NOSIGNAL) | (blocking ? 0 : Int32(MSG_DONTWAIT))
+    /// Sends as many of `bytes` as the socket takes now. The count sent,
+    /// or nil when the client is gone.
+    private static func transmit(_ descriptor: Int32, _ bytes: [UInt8]) -> Int? {
+        let flags = Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)
         return bytes.withUnsafeBytes { raw -> Int? in
             var offset = 0
             while offset < raw.count {

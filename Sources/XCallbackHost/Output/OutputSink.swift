@@ -58,11 +58,14 @@ final class OutputSink: Sendable {
     }
 
     /// A sink for one socket connection: a client that does not read its
-    /// records stalls only itself (see `ConnectionWriter`).
+    /// records stalls only itself, and is dropped once it has not taken
+    /// them for `writeDeadline` (see `ConnectionWriter`).
     convenience init(connection: Int32, format: OutputFormat, keepOrder: Bool, tally: OutcomeTally,
-                     stop: StopSignal, gracePeriod: Duration, input: InputMetrics? = nil) {
+                     stop: StopSignal, gracePeriod: Duration, writeDeadline: Duration, input: InputMetrics? = nil,
+                     onDropped: @escaping @Sendable () -> Void = {}) {
         let writer = ConnectionWriter(descriptor: connection, maxWaitingRecords: Int(InputLoop.maxInFlight),
-                                      stop: stop, gracePeriod: gracePeriod, waited: input?.outputWaitNanoseconds)
+                                      stop: stop, gracePeriod: gracePeriod, writeDeadline: writeDeadline,
+                                      waited: input?.outputWaitNanoseconds, onDropped: onDropped)
         self.init(writer: writer, format: format, keepOrder: keepOrder, opener: nil, tally: tally, input: input)
     }
 

@@ -215,7 +215,8 @@ final class WorkerEndpoint: PluginEndpoint, PathIdentified {
 
 
     private func watch(_ worker: WorkerProcess) {
-        worker.whenWriterResumes { [self] in sendWaiting(to: worker) }
+        // Weakly: the worker keeps this closure, and must not keep itself.
+        worker.whenWriterResumes { [self, weak worker] in if let worker { sendWaiting(to: worker) } }
         worker.startReading(
             onHung: { [self] worker in checkHung(worker) },
             onDenied: { [self] denied in logDenied(denied) },

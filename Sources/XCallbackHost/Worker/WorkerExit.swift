@@ -76,19 +76,18 @@ struct WorkerParent: Sendable {
 
     /// Signals the worker.
     func signal(_ pid: pid_t, _ signal: Int32) {
-        if let forked { _ = xcallback_pidfd_signal(forked.pidfd, signal, 0) } else { kill(pid, signal) }
+        if let forked { forked.signal(signal) } else { kill(pid, signal) }
     }
 
     /// Signals the worker's process group (it leads one of its own).
     func signalGroup(_ pid: pid_t, _ signal: Int32) {
-        if let forked { _ = xcallback_pidfd_signal(forked.pidfd, signal, 1) } else { kill(-pid, signal) }
+        if let forked { forked.signal(signal, group: true) } else { kill(-pid, signal) }
     }
 
     /// As `WorkerExit.reap`.
     func reap(_ pid: pid_t, grace: Int32) -> WorkerExit {
         guard let forked else { return seen(WorkerExit.reap(pid, grace: grace)) }
-        var event = pollfd(fd: forked.pidfd, events: Int16(POLLIN), revents: 0)
-        while poll(&event, 1, grace) < 0 && errno == EINTR {}
+        forked.waitForExit(milliseconds: grace)
         signalGroup(pid, SIGKILL)
         signal(pid, SIGKILL)
         return exit(of: forked)
@@ -110,15 +109,15 @@ struct WorkerParent: Sendable {
     /// it). A worker whose zygote died was killed with it
     /// (PR_SET_PDEATHSIG), and one it did not report in time (a stopped
     /// zygote) is taken for killed; either counts as ended only once its
-    /// pidfd says it exited.
+    /// pidfd says it exited. Its pidfd is closed then: the worker is gone,
+    /// or taken for gone.
     private func exit(of forked: ForkedWorker) -> WorkerExit {
+        defer { forked.close() }
         if let exit = forked.zygote.exit(of: forked.serial) { return seen(exit) }
         // Its group, while its number is still its own (a zombie no one reaped).
-        _ = xcallback_pidfd_signal(forked.pidfd, SIGKILL, 1)
-        _ = xcallback_pidfd_signal(forked.pidfd, SIGKILL, 0)
-        var event = pollfd(fd: forked.pidfd, events: Int16(POLLIN), revents: 0)
-        while poll(&event, 1, 1000) < 0 && errno == EINTR {}
-        if event.revents & Int16(POLLIN) != 0 { writer?.ended() }
+        forked.signal(SIGKILL, group: true)
+        forked.signal(SIGKILL)
+        if forked.waitForExit(milliseconds: 1000) { writer?.ended() }
         return WorkerExit(status: SIGKILL)
     }
 }

@@ -139,7 +139,7 @@ enum WorkerLauncher {
                                                                  placements: placements + streams.placements) {
             pid = forked.pid
             parent = WorkerParent(forked: forked, writer: writer)
-            writer?.started(pidfd: forked.pidfd)
+            forked.handPidfd(to: writer)
         } else {
             // No zygote, or it could not fork (it died, or a sanitizer's
             // thread made forking unsafe): the worker is executed, and its

@@ -182,8 +182,13 @@ final class WorkerProcess: Sendable {
             writer.close()
             close(socket)
             // Reaped: its pid may belong to someone else now, so nothing
-            // below may signal it.
-            state.withLock { $0.exited = true }
+            // below may signal it. The endpoint's callbacks are let go: one
+            // that holds this worker would keep it, and its pidfd, forever.
+            state.withLock { state in
+                state.exited = true
+                state.onHung = nil
+            }
+            writerResumed.withLock { $0 = nil }
             closeLane()
             // Reaped: every store the worker made is visible now. The page
             // is its word, checked against the host's own records.

@@ -1,4 +1,6 @@
 import CHostSupport
+import XCallbackBridge
+import Synchronization
 import XCallbackSandbox
 import XCallbackSystem
 
@@ -133,7 +135,7 @@ final class ZygoteClient: Sendable {
         guard Self.write(message.bytes, descriptors: placements.map(\.descriptor), on: pending.setup, deadline: deadline) else {
             // It could not be told what to run: it ends at the end of its
             // input; nobody waits for it.
-            _ = xcallback_pidfd_signal(worker.pidfd, SIGKILL, 0)
+            worker.signal(SIGKILL)
             replies.withLock { _ = $0.live.remove(serial) }
             if MonotonicClock.now >= deadline { giveUp() }
             return .failure(Errno(code: EPIPE))
@@ -169,7 +171,7 @@ final class ZygoteClient: Sendable {
                 return try? replies.started.removeValue(forKey: pending.serial)?.get()
             }
         }
-        for worker in reported { _ = xcallback_pidfd_signal(worker.pidfd, SIGKILL, 0) }
+        for worker in reported { worker.signal(SIGKILL) }
     }
 
     /// Sends the zygote one start request, with the child's end of a fresh
@@ -273,7 +275,7 @@ final class ZygoteClient: Sendable {
                     if started != nil { replies.live.insert(serial) }
                 case .started:
                     // Given up on: it never got its setup, so it is ending.
-                    if let started { _ = xcallback_pidfd_signal(started.pidfd, SIGKILL, 0) }
+                    started?.signal(SIGKILL)
                 case .failed where replies.waiting.contains(serial):
                     replies.started[serial] = .failure(Errno(code: value))
                 case .exited where replies.live.contains(serial):
@@ -290,7 +292,10 @@ final class ZygoteClient: Sendable {
         _ = WorkerExit.wait(for: pid)
     }
 
-    deinit { if pidfd >= 0 { close(pidfd) } }
+    deinit {
+        if pidfd >= 0 { close(pidfd) }
+        close(control)
+    }
 }
 
 /// A fork the zygote was asked for: the host's end of the child's setup
@@ -312,18 +317,62 @@ final class PendingFork: Sendable {
 
 /// A worker the zygote forked, as the host holds it: its pidfd, which
 /// names the process itself rather than a number that can be reused.
+///
+/// The pidfd is closed as soon as the worker's exit is known (`close`),
+/// not when the last reference goes: whatever still holds the worker then
+/// (a log line, a closure) must not hold a descriptor of the host's. Every
+/// use takes the lock, so none can reach a number closed and reused since.
 final class ForkedWorker: Sendable {
     let pid: pid_t
-    let pidfd: Int32
     let serial: Int32
     let zygote: ZygoteClient
+    /// -1 once closed.
+    private let pidfd: Mutex<Int32>
 
     init(pid: pid_t, pidfd: Int32, serial: Int32, zygote: ZygoteClient) {
         self.pid = pid
-        self.pidfd = pidfd
+        self.pidfd = Mutex(pidfd)
         self.serial = serial
         self.zygote = zygote
     }
 
-    deinit { close(pidfd) }
+    /// Signals the worker (`group`: its process group); nothing once closed.
+    func signal(_ signal: Int32, group: Bool = false) {
+        pidfd.withLock { pidfd in
+            guard pidfd >= 0 else { return }
+            _ = xcallback_pidfd_signal(pidfd, signal, group ? 1 : 0)
+        }
+    }
+
+    /// Waits up to `milliseconds` for the worker to exit (at once if
+    /// closed); whether it is seen to have exited.
+    @discardableResult
+    func waitForExit(milliseconds: Int32) -> Bool {
+        // Polled on a duplicate, outside the lock: a signal must not wait
+        // for this, and `close` must not close the number being polled.
+        let copy = pidfd.withLock { $0 >= 0 ? fcntl($0, F_DUPFD_CLOEXEC, 0) : -1 }
+        guard copy >= 0 else { return false }
+        defer { Glibc.close(copy) }
+        var event = pollfd(fd: copy, events: Int16(POLLIN), revents: 0)
+        while poll(&event, 1, milliseconds) < 0 && errno == EINTR {}
+        return event.revents & Int16(POLLIN) != 0
+    }
+
+    /// Hands `writer` a copy of the pidfd (it keeps its own), under the
+    /// lock, so it never copies a number closed and reused.
+    func handPidfd(to writer: ScratchWriter?) {
+        pidfd.withLock { pidfd in
+            if pidfd >= 0 { writer?.started(pidfd: pidfd) }
+        }
+    }
+
+    /// The worker has been reaped: its pidfd is of no more use.
+    func close() {
+        pidfd.withLock { pidfd in
+            if pidfd >= 0 { Glibc.close(pidfd) }
+            pidfd = -1
+        }
+    }
+
+    deinit { close() }
 }
