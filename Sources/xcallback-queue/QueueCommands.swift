@@ -21,7 +21,7 @@ struct QueueCommand: ParsableCommand {
             consume it with `xcallback run --queue`, read outcomes with `xcallback outcomes`.
             """,
         subcommands: [QueueInitCommand.self, QueueStatusCommand.self, QueueDeadCommand.self,
-                      QueueRetryCommand.self, QueuePruneCommand.self])
+                      QueueRetryCommand.self, QueuePruneCommand.self, QueueURLCommand.self])
 }
 
 /// The queue argument and options every `queue` subcommand shares.
@@ -82,13 +82,13 @@ struct QueueInitCommand: ParsableCommand {
 
     @Flag(help: ArgumentHelp(
         "Print, instead, the SQL that creates roles for hosts, enqueuers and readers with only what each needs; run it as the owner.",
-        discussion: "The roles are SCHEMA_host, SCHEMA_enqueue and SCHEMA_reader (xcallback_host … by default); see docs/queue.md."))
+        discussion: "The roles are DATABASE.SCHEMA.host, DATABASE.SCHEMA.enqueue and DATABASE.SCHEMA.reader (\"jobs.xcallback.host\" … for a queue in database jobs); see docs/queue.md."))
     var printGrants = false
 
     func run() throws {
         if printGrants {
             do {
-                print(QueueGrants.sql(schema: try QueueLocation(parsing: options.queue).schema), terminator: "")
+                print(try QueueGrants.sql(for: try QueueLocation(parsing: options.queue)), terminator: "")
             } catch {
                 throw Failure.exit(error.message)
             }
@@ -183,6 +183,29 @@ struct QueueRetryCommand: ParsableCommand {
     }
 }
 
+struct QueueURLCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "url",
+        abstract: "Print the queue's connection as a URL, never with its password; with --psql, one that psql accepts.",
+        discussion: """
+            The URL is read as every queue command reads it (PG* variables and defaults fill in what it \
+            leaves out) and printed in full. psql refuses the schema option of a queue URL: \
+            psql -v ON_ERROR_STOP=1 "$(xcallback queue url "$QUEUE" --psql)" connects to the queue's \
+            database, its password taken from PGPASSWORD or ~/.pgpass.
+            """)
+
+    @Argument(help: ArgumentHelp("The queue's database: a postgresql:// URL (empty: PG* variables and defaults).", valueName: "queue"))
+    var queue: String
+
+    @Flag(help: "A URL for psql and libpq: without the schema option.")
+    var psql = false
+
+    func run() throws {
+        let location = try queueOperation { () throws(QueueError) in try QueueLocation(parsing: queue) }
+        print(psql ? location.libpqURL : location.description)
+    }
+}
+
 struct QueuePruneCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "prune",
@@ -237,6 +260,9 @@ struct EnqueueCommand: ParsableCommand {
 
     func validate() throws {
         if maxAttempts < 1 { throw ValidationError("--max-attempts must be at least 1") }
+        if !(16...EnqueueLine.maxLineBytes).contains(maxLineBytes) {
+            throw ValidationError("--max-line-bytes must be from 16 to \(EnqueueLine.maxLineBytes) (the queue's own limit)")
+        }
     }
 
     func run() throws {
@@ -290,7 +316,7 @@ struct EnqueueCommand: ParsableCommand {
     struct EnqueueLineError: Error { let message: String }
 
     /// The longest idempotency key, in bytes.
-    static let maxKeyBytes = 1_024
+    static let maxKeyBytes = EnqueueLine.maxKeyBytes
 
     /// A line without leading and trailing spaces and tabs, as `run` trims it.
     static func trimmed(_ line: [UInt8]) -> ArraySlice<UInt8> {
