@@ -249,5 +249,13 @@ struct QueueRoleTests {
         logins["PGPASSWORD"] = "wrong"
         let wrong = try ChildProcess(["queue", "status", queueAs("viewer1")], environment: logins)
         #expect(wrong.waitForExit(timeout: 60) == .exited(1) && wrong.stderr.contains("28P01"), "\(wrong.stderr)")
+        // A password file others may read is not read, and the error says so, as libpq says it.
+        chmod(passfile, 0o644)
+        logins["PGPASSFILE"] = passfile
+        logins["PGPASSWORD"] = nil
+        let exposed = try ChildProcess(["queue", "status", queueAs("viewer1")], environment: logins)
+        #expect(exposed.waitForExit(timeout: 60) == .exited(1), "\(exposed.stderr)")
+        #expect(exposed.stderr.contains("none was given (PGPASSWORD, ~/.pgpass, or the URL); password file \"\(passfile)\" has group or world access; permissions should be u=rw (0600) or less"),
+                "\(exposed.stderr)")
     }
 }
