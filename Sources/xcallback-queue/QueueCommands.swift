@@ -466,12 +466,24 @@ struct OutcomesCommand: ParsableCommand {
                 throw Failure.exit(error.message)
             }
             if readerGone || !follow { return }  // a closed stdout ends it quietly
-            for _ in 0..<5 where !stopped.load(ordering: .acquiring) { client.pause(.milliseconds(100)) }
-            if stopped.load(ordering: .acquiring) { return }
+            // Idle, it writes nothing, so a reader that left (`| head -5`)
+            // is seen here, not only at the next write.
+            for _ in 0..<5 where !stopped.load(ordering: .acquiring) && !Self.outputClosed() {
+                client.pause(.milliseconds(100))
+            }
+            if stopped.load(ordering: .acquiring) || Self.outputClosed() { return }
         }
     }
 
     private struct ReaderGone: Error {}
+
+    /// Whether stdout's reader has gone without a write to find it out: a
+    /// pipe whose read end is closed polls as POLLERR, a socket shut down
+    /// as POLLHUP. A file or a terminal never does.
+    static func outputClosed() -> Bool {
+        var entry = pollfd(fd: 1, events: 0, revents: 0)
+        return poll(&entry, 1, 0) == 1 && entry.revents & Int16(POLLERR | POLLHUP) != 0
+    }
 }
 
 /// What `queue prune` says while it works, on stderr: on a terminal, a
