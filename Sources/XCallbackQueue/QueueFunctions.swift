@@ -143,6 +143,30 @@ extension QueueSchema {
             enqueue(s, definer: definer, channel: channel),
             // Functions are everyone's to call unless revoked.
             "REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA \(s) FROM PUBLIC",
+            // Roles granted writes before (the host role of version 3 updated
+            // lease columns and wrote `hosts`; the enqueue role inserted
+            // requests and drew ids) keep none once the schema is at 4, even
+            // before the owner runs the new --print-grants: only the owner
+            // writes tables. Revoking on a table revokes its column grants too.
+            """
+            DO $revoke$ DECLARE grantee text; BEGIN
+                FOR grantee IN
+                    SELECT DISTINCT a.grantee::regrole::text
+                    FROM pg_class c CROSS JOIN LATERAL aclexplode(c.relacl) a
+                    WHERE c.relnamespace = '\(s)'::regnamespace AND a.grantee <> 0 AND a.grantee <> c.relowner
+                      AND a.privilege_type IN ('INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'USAGE')
+                    UNION
+                    SELECT DISTINCT a.grantee::regrole::text
+                    FROM pg_attribute t JOIN pg_class c ON c.oid = t.attrelid
+                    CROSS JOIN LATERAL aclexplode(t.attacl) a
+                    WHERE c.relnamespace = '\(s)'::regnamespace AND a.grantee <> 0 AND a.grantee <> c.relowner
+                      AND a.privilege_type IN ('INSERT', 'UPDATE')
+                LOOP
+                    EXECUTE format('REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON ALL TABLES IN SCHEMA \(s) FROM %s', grantee);
+                    EXECUTE format('REVOKE USAGE, UPDATE ON ALL SEQUENCES IN SCHEMA \(s) FROM %s', grantee);
+                END LOOP;
+            END $revoke$
+            """,
         ]
     }
 

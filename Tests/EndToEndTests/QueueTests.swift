@@ -73,6 +73,16 @@ struct QueueTests {
             INSERT INTO xcallback.hosts (id, name, expires_at) VALUES (7, 'old:1', now() + interval '1 hour');
             INSERT INTO xcallback.requests (id, line, max_attempts) VALUES (nextval('xcallback.request_ids'), 'calc://x-callback-url/add?lhs=1&rhs=1', 3)
             """)
+        // A host role of version 3's grants (cluster-wide: this process's own name).
+        let oldHost = "xcb_old_host_\(getpid())_\(UInt32.random(in: 0...UInt32.max))"
+        _ = try TestPostgres.psql(queue, """
+            CREATE ROLE \(oldHost) NOLOGIN;
+            GRANT USAGE ON SCHEMA xcallback TO \(oldHost);
+            GRANT SELECT ON ALL TABLES IN SCHEMA xcallback TO \(oldHost);
+            GRANT INSERT, DELETE, UPDATE (expires_at) ON xcallback.hosts TO \(oldHost);
+            GRANT UPDATE (leased_by, attempt, leased_at, alone, suspect, strikes) ON xcallback.requests TO \(oldHost);
+            GRANT USAGE ON SEQUENCE xcallback.request_ids TO \(oldHost)
+            """)
         let source = "SELECT prosrc LIKE '%leased_by + 0%' FROM pg_proc WHERE oid = '\(function)'::regprocedure"
         #expect(try TestPostgres.psql(queue, source) == "f")
         let migrated = try xcallback(["queue", "init", queue])
@@ -80,6 +90,14 @@ struct QueueTests {
         #expect(try TestPostgres.psql(queue, source) == "t")
         #expect(try TestPostgres.psql(queue, "SELECT max(version) FROM xcallback.schema_migrations") == "4")
         #expect(try TestPostgres.psql(queue, "SELECT login FROM xcallback.hosts WHERE id = 7") == "xcallback")
+        // That role writes nothing any more, even before the new grants are run; it still reads.
+        #expect(try TestPostgres.psql(queue, """
+            SELECT has_column_privilege('\(oldHost)', 'xcallback.requests', 'leased_by', 'UPDATE'),
+                   has_table_privilege('\(oldHost)', 'xcallback.hosts', 'INSERT'),
+                   has_table_privilege('\(oldHost)', 'xcallback.hosts', 'DELETE'),
+                   has_sequence_privilege('\(oldHost)', 'xcallback.request_ids', 'USAGE'),
+                   has_table_privilege('\(oldHost)', 'xcallback.requests', 'SELECT')
+            """) == "f|f|f|f|t")
         // The queue works as before: the request left waiting is run.
         let fixture = try HostFixture()
         let host = try Self.startHost(fixture, queue, ["--output", "jsonl"])
