@@ -451,6 +451,8 @@ struct OutcomesCommand: ParsableCommand {
         let format = output.value
         var reader = OutcomeReader(client: client, after: cursor)
         var readerGone = false
+        // Since when the connection has been lost, while following.
+        var lostSince: ContinuousClock.Instant?
         while true {
             do {
                 try reader.pass { page in
@@ -458,8 +460,24 @@ struct OutcomesCommand: ParsableCommand {
                     for outcome in page { format.write(outcome.record, to: &bytes) }
                     if !RecordWrite.all(1, bytes) { throw ReaderGone() }
                 }
+                lostSince = nil
             } catch is ReaderGone {
                 readerGone = true
+            } catch let error as QueueError
+                        where follow && error.connectionLost && connecting.waitForDatabase > 0 && !stopped.load(ordering: .acquiring) {
+                // A restart or a terminated backend: the reader keeps its
+                // place, so reading on after reconnecting neither skips nor
+                // repeats an outcome. Given up after --wait-for-database.
+                let now = ContinuousClock.now
+                if lostSince == nil {
+                    lostSince = now
+                    Diagnostics.console.write("xcallback: outcomes: \(error.message); reconnecting for up to \(String(format: "%g", connecting.waitForDatabase)) s (--wait-for-database)\n")
+                }
+                if let lostSince, now - lostSince >= .milliseconds(Int64(connecting.waitForDatabase * 1000)) {
+                    throw Failure.exit(error.message)
+                }
+                client.pause(.milliseconds(200))
+                continue
             } catch let error as QueueError {
                 // A stop while waiting for the database is a stop, not a failure.
                 if stopped.load(ordering: .acquiring) { return }
