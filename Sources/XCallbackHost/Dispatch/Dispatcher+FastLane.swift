@@ -76,9 +76,12 @@ extension Dispatcher {
         let started = MonotonicClock.coarseNow
         // Beside the coarse stamp (the deadline's), a fine one for the
         // latency of the requests the lane samples.
-        let fineStarted = unretainedMetrics == nil ? 0 : lane.sampler.fineStart(tick: started)
-        if fineStarted != lane.fineStarted.load(ordering: .relaxed) {
-            lane.fineStarted.store(fineStarted, ordering: .relaxed)
+        var fineStarted: UInt64 = 0
+        if unretainedMetrics != nil {
+            fineStarted = lane.sampler.fineStart(tick: started)
+            if fineStarted != lane.fineStarted.load(ordering: .relaxed) {
+                lane.fineStarted.store(fineStarted, ordering: .relaxed)
+            }
         }
         // Made for the slot alone, and moved there: a copy kept here cost a
         // retain and a release of the plug-in's name.
