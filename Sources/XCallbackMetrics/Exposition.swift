@@ -48,7 +48,7 @@ extension HostMetrics {
             }
         }
         out.family("xcallback_request_duration_seconds", type: .histogram,
-                   help: "Time from reading a request to its outcome, by plug-in (coarse clock: a few ms).")
+                   help: "Time from reading a request to its outcome, by plug-in, of the requests timed on the fine clock (a sample).")
         for plugin in plugins {
             let (cumulative, sum) = plugin.latency.snapshot
             guard cumulative.last! > 0 else { continue }

@@ -25,10 +25,11 @@ public enum WorkerEndCause: Int, Sendable, CaseIterable {
 /// plug-in's name (one per loaded plug-in) and fixed lists.
 public final class PluginMetrics: Sendable {
     public let name: String
-    /// Requests by latency, a row per outcome class: one add counts a
-    /// request's outcome and its latency (a success's, a cancel's count is
-    /// its row's total).
-    public let latency = LatencyHistogram(rows: OutcomeClass.allCases.count)
+    /// Successes and cancels, exactly: one relaxed add a request.
+    @usableFromInline let outcomes = CounterArray(count: 2)
+    /// The latency of the requests timed on the fine clock (a sample: see
+    /// `LatencyHistogram`).
+    public let latency = LatencyHistogram()
     /// Errors by code label: the `error` row's total, split.
     @usableFromInline let errorCodes = CounterArray(count: ErrorCodeLabel.count)
     public let workerStarts = Counter()
@@ -47,12 +48,16 @@ public final class PluginMetrics: Sendable {
     init(name: String) { self.name = name }
 
     /// Counts one request that ended in `outcome` (`code`: an
-    /// `ErrorCodeLabel` index, for errors) after `nanoseconds`.
+    /// `ErrorCodeLabel` index, for errors); and its latency, when it was
+    /// timed on the fine clock (nil: not sampled).
     @inlinable
-    public func ended(_ outcome: OutcomeClass, code: Int, nanoseconds: UInt64) {
-        latency.observe(nanoseconds: nanoseconds, row: outcome.rawValue)
-        if outcome == .error { countError(code: code) }
+    public func ended(_ outcome: OutcomeClass, code: Int, nanoseconds: UInt64?) {
+        if outcome == .error { countError(code: code) } else { outcomes.add(at: outcome == .success ? 0 : 1) }
+        if let nanoseconds { observe(nanoseconds) }
     }
+
+    @usableFromInline
+    func observe(_ nanoseconds: UInt64) { latency.observe(nanoseconds: nanoseconds) }
 
     @usableFromInline
     func countError(code: Int) { errorCodes.add(at: min(max(code, 0), ErrorCodeLabel.other)) }
@@ -94,7 +99,8 @@ public final class PluginMetrics: Sendable {
     // Reading, for the exposition.
     func outcomeCount(_ outcome: OutcomeClass, code: Int = 0) -> UInt64 {
         switch outcome {
-        case .success, .cancel: latency.count(row: outcome.rawValue)
+        case .success: outcomes.value(at: 0)
+        case .cancel: outcomes.value(at: 1)
         case .error: errorCodes.value(at: code)
         }
     }

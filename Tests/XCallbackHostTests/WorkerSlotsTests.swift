@@ -31,7 +31,7 @@ struct WorkerSlotsTests {
         }
 
         func end(_ answer: Ending, ofSlot request: inout WorkerSlots.Request, counts: Unmanaged<PluginMetrics>?,
-                 started: UInt64) {
+                 sampler: LatencySampler) {
             Issue.record("WorkerSlots ended a request by itself")
         }
     }

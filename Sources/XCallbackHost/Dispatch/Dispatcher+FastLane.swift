@@ -74,6 +74,15 @@ extension Dispatcher {
         let id = nextID()
         native.assign(id: id)
         let started = MonotonicClock.coarseNow
+        // Beside the coarse stamp (the deadline's), a fine one for the
+        // latency of the requests the lane samples.
+        var fineStarted: UInt64 = 0
+        if unretainedMetrics != nil {
+            fineStarted = lane.sampler.fineStart(tick: started)
+            if fineStarted != lane.fineStarted.load(ordering: .relaxed) {
+                lane.fineStarted.store(fineStarted, ordering: .relaxed)
+            }
+        }
         // Made for the slot alone, and moved there: a copy kept here cost a
         // retain and a release of the plug-in's name.
         let reply = HostAPI.replies.openSynchronous(
@@ -87,11 +96,12 @@ extension Dispatcher {
 
         var promoted: PendingRequest?
         let end = HostAPI.replies.endSynchronous(reply, on: slot) { call in
-            let (pending, handlerCall) = takeOver(call, reply: reply)
+            let (pending, handlerCall) = takeOver(call, reply: reply, fineStarted: fineStarted)
             promoted = pending
             return handlerCall.deliver
         }
-        let laneCall = LaneRequest.Call(line: line, id: id, sequence: sequence, started: started)
+        let laneCall = LaneRequest.Call(line: line, id: id, sequence: sequence, started: started,
+                                        fineStarted: fineStarted)
         switch end {
         case .completedInPlace:
             let capture = lane.capture
@@ -105,7 +115,8 @@ extension Dispatcher {
                                                         dispatcher: self, counts: route.unretainedCounts))
         case .completed(.declined):
             // The next candidate, on the general path; this attempt is over.
-            let pending = handOver(line: line, id: id, sequence: sequence, sink: sink, started: started)
+            let pending = handOver(line: line, id: id, sequence: sequence, sink: sink, started: started,
+                                   fineStarted: fineStarted)
             inFlight.add(pending)
             attempt(pending, declinedBy: route.plugin)
         case .promoted:
@@ -121,12 +132,14 @@ extension Dispatcher {
     }
 
     /// The request of a fast call as the general path keeps it (`handOver`).
-    func generalRequest(for call: SynchronousCall) -> PendingRequest {
-        handOver(line: call.line, id: call.id, sequence: call.sequence, sink: call.outputSink, started: call.started)
+    func generalRequest(for call: SynchronousCall, fineStarted: UInt64 = 0) -> PendingRequest {
+        handOver(line: call.line, id: call.id, sequence: call.sequence, sink: call.outputSink, started: call.started,
+                 fineStarted: fineStarted)
     }
 
     /// A decline while the handler still runs: the general path takes the
-    /// request over at once and tries the next route, with the time left.
+    /// request over at once and tries the next route, with the time left
+    /// (from another thread, maybe: its latency is not sampled).
     func takeOver(_ call: SynchronousCall, reply: xcallback_reply) -> ReplyTable.Delivery {
         let (pending, handlerCall) = takeOver(call, reply: reply)
         inFlight.add(pending)
@@ -137,8 +150,9 @@ extension Dispatcher {
     /// Its plug-in's counts are looked up by name here, once: the call
     /// does not carry them (a larger `SynchronousCall` is copied with
     /// `memcpy` wherever the reply table moves one).
-    private func takeOver(_ call: SynchronousCall, reply: xcallback_reply) -> (PendingRequest, HandlerCall) {
-        let pending = generalRequest(for: call)
+    private func takeOver(_ call: SynchronousCall, reply: xcallback_reply,
+                          fineStarted: UInt64 = 0) -> (PendingRequest, HandlerCall) {
+        let pending = generalRequest(for: call, fineStarted: fineStarted)
         let handlerCall = begin(pending, plugin: call.plugin, counts: metrics?.counts(of: call.plugin))
         handlerCall.whenAbandoned { HostAPI.replies.expire(reply) }
         return (pending, handlerCall)
@@ -154,7 +168,9 @@ extension Dispatcher {
         let reply = xcallback_reply(token: marker - 1)
         var takenOver: (PendingRequest, HandlerCall)?
         let answer = HostAPI.replies.promoteSynchronous(reply, startedBefore: cutoff) { call in
-            takenOver = takeOver(call, reply: reply)
+            // The lane's one call in flight is this one: its fine start is
+            // the lane's (the call does not carry it: see `SynchronousCall`).
+            takenOver = takeOver(call, reply: reply, fineStarted: lane.fineStarted.load(ordering: .relaxed))
             return takenOver!.1.deliver
         }
         guard case .some(let result) = answer, let (pending, handlerCall) = takenOver else { return }

@@ -32,7 +32,8 @@ extension Dispatcher: WorkerLaneOwner {
     func adopt(_ request: inout WorkerSlots.Request, started: UInt64, plugin: String,
                counts: PluginMetrics?) -> AdoptedRequest {
         let pending = request.withLine { line in
-            handOver(line: line, id: request.requestID, sequence: request.sequence, sink: request.sink!, started: started)
+            handOver(line: line, id: request.requestID, sequence: request.sequence, sink: request.sink!, started: started,
+                     fineStarted: request.fineStarted)
         }
         let call = begin(pending, plugin: plugin, counts: counts)
         inFlight.add(pending)
@@ -42,10 +43,11 @@ extension Dispatcher: WorkerLaneOwner {
     /// Ends a request in a worker's slot with the answer its reply thread
     /// read in place.
     func end(_ answer: Ending, ofSlot request: inout WorkerSlots.Request, counts: Unmanaged<PluginMetrics>?,
-             started: UInt64) {
+             sampler: LatencySampler) {
         // The fields the ending reads, taken once: read through a pointer
         // to the slot, each read copied the whole slot (retaining its arrays).
         let sequence = request.sequence
+        let fineStarted = request.fineStarted
         // The slot keeps it until the ending is over.
         unowned(unsafe) let sink = request.sink!
         let named = WorkerSlots.NamedCallbacks(request)
@@ -54,7 +56,8 @@ extension Dispatcher: WorkerLaneOwner {
         // its cache lines over to this core).
         request.callbacks.withUnsafeBufferPointer { callbacks in
             end(answer, of: SlotRequest(sequence: sequence, sink: sink, callbacks: callbacks, named: named,
-                                        dispatcher: self, counts: counts, startedAt: started))
+                                        dispatcher: self, counts: counts, fineStartedAt: fineStarted,
+                                        sampler: sampler))
         }
     }
 
@@ -67,7 +70,7 @@ protocol WorkerLaneOwner: AnyObject, Sendable {
     func adopt(_ request: inout WorkerSlots.Request, started: UInt64, plugin: String, counts: PluginMetrics?)
         -> AdoptedRequest
     func end(_ answer: Ending, ofSlot request: inout WorkerSlots.Request, counts: Unmanaged<PluginMetrics>?,
-             started: UInt64)
+             sampler: LatencySampler)
     func watch(_ worker: WorkerProcess)
     /// A new request id (`request_id`), taken only once the request is
     /// surely sent.
@@ -94,9 +97,11 @@ struct SlotRequest: EndingRequest {
     let callbacks: UnsafeBufferPointer<UInt8>
     let named: WorkerSlots.NamedCallbacks
     unowned(unsafe) let dispatcher: Dispatcher
-    /// The worker's plug-in's counts, and when the lane sent the request.
+    /// The worker's plug-in's counts; when the lane sent the request on the
+    /// fine clock if it sampled it (0: not), and the sampler that did.
     let counts: Unmanaged<PluginMetrics>?
-    let startedAt: UInt64
+    let fineStartedAt: UInt64
+    unowned(unsafe) let sampler: LatencySampler
 
     /// None: the lane sends only requests whose records are urls
     /// (`submitToWorker`); a jsonl record, which shows the line, comes

@@ -25,6 +25,8 @@ final class Dispatcher: SynchronousCallOwner, InFlightOwner, Sendable {
     /// the request path (`countEnded`): binding the optional retains it.
     let metrics: HostMetrics?
     let unretainedMetrics: Unmanaged<HostMetrics>?
+    /// Which requests the general path's starts time on the fine clock.
+    let generalSampler = LatencySampler()
     /// The last request id given out (`request_id`).
     private let lastID = Atomic<UInt64>(0)
     /// Set once a stop's grace period has passed (nanoseconds; 0: not):
@@ -129,10 +131,14 @@ final class Dispatcher: SynchronousCallOwner, InFlightOwner, Sendable {
 
     private func start(_ url: RequestURL, text: String, input: String, hop: Int, sequence: UInt64, sink: OutputSink,
                        identity: RequestIdentity?) {
+        let now = MonotonicClock.now
+        // Its deadline reads the fine clock anyway: sampled, that is its
+        // fine start too (ticks of 2^22 ns, about 4 ms, as the coarse one's).
+        let sampled = unretainedMetrics != nil && generalSampler.samples(tick: now >> 22)
         let pending = PendingRequest(
             id: identity?.id ?? nextID(), attempt: identity?.attempt ?? 1, keepsID: identity != nil,
             sequence: sequence, input: input, url: url, urlText: text, hop: hop, sink: sink,
-            deadline: MonotonicClock.now + timeoutNanoseconds, table: registry.table)
+            deadline: now + timeoutNanoseconds, fineStarted: sampled ? now : 0, table: registry.table)
         attempt(pending, declinedBy: nil)
     }
 
@@ -167,14 +173,15 @@ final class Dispatcher: SynchronousCallOwner, InFlightOwner, Sendable {
     /// deadline that of when the lane sent it. The one way across, for an
     /// input stream's lane (`takeOver`, a decline, a chain) and a worker's
     /// (`adopt`).
+    /// `fineStarted`: its fine start if the lane sampled it (0: not).
     func handOver(line: UnsafeBufferPointer<UInt8>, id: UInt64, sequence: UInt64, sink: OutputSink,
-                  started: UInt64) -> PendingRequest {
+                  started: UInt64, fineStarted: UInt64) -> PendingRequest {
         let text = String(decoding: line, as: UTF8.self)
         // The lane parsed the line, so RequestURL does too.
         let url = (try? RequestURL(parsing: line, limits: limits)) ?? RequestURL(scheme: "")
         let pending = PendingRequest(
             id: id, sequence: sequence, input: keepsInput ? text : "", url: url, urlText: text, hop: 0, sink: sink,
-            deadline: started + timeoutNanoseconds, table: registry.table)
+            deadline: started + timeoutNanoseconds, fineStarted: fineStarted, table: registry.table)
         _ = pending.nextCandidate()
         return pending
     }

@@ -54,6 +54,11 @@ final class FastLane: @unchecked Sendable {
     /// The reply token of the call inside a handler now, plus one (0: none):
     /// how the deadline timer finds a handler that runs too long.
     let inFlight = Atomic<UInt64>(0)
+    /// Which of its requests the lane times on the fine clock, and the fine
+    /// start of its call in flight (0: not sampled), for the deadline
+    /// timer that may take the call over.
+    let sampler = LatencySampler()
+    let fineStarted = Atomic<UInt64>(0)
     /// Where the call inside a handler now keeps its state (`ReplyTable`);
     /// unretained, as the reply table keeps its slots for good.
     @exclusivity(unchecked) var replySlot = HostAPI.replies.takeSlot().map(Unmanaged.passUnretained)

@@ -29,6 +29,9 @@ final class PendingRequest: Sendable {
     let sink: OutputSink
     /// Monotonic nanoseconds after which the host answers `Timeout`.
     let deadline: UInt64
+    /// When it began on the fine clock, if its latency is sampled (0: not;
+    /// `LatencySampler`).
+    let fineStarted: UInt64
 
     private let finished = Atomic<Bool>(false)
     private let state: Lock<State>
@@ -49,7 +52,7 @@ final class PendingRequest: Sendable {
     }
 
     init(id: UInt64, attempt: UInt32 = 1, keepsID: Bool = false, sequence: UInt64, input: String, url: RequestURL, urlText: String, hop: Int,
-         sink: OutputSink, deadline: UInt64, table: RouteTable<RouteTarget>) {
+         sink: OutputSink, deadline: UInt64, fineStarted: UInt64 = 0, table: RouteTable<RouteTarget>) {
         request = RequestFields(url: urlText, scheme: url.scheme, source: url.source, parameters: url.parameters.items,
                                 arguments: [], id: id, attempt: attempt)
         self.keepsID = keepsID
@@ -59,6 +62,7 @@ final class PendingRequest: Sendable {
         self.hop = hop
         self.sink = sink
         self.deadline = deadline
+        self.fineStarted = fineStarted
         let first = table.firstMatch(scheme: url.scheme, host: url.host, path: url.pathSegments)
         self.state = Lock(State(first: first, table: table))
     }

@@ -51,10 +51,13 @@ protocol EndingRequest {
     func claimedForChain() -> PendingRequest?
     /// The counts of the plug-in whose handler ended it (nil: the host
     /// answered it, or metrics are off), unretained: counts live as long as
-    /// the host. And when it was read (coarse monotonic ns; 0: not known).
-    /// For the metrics (Metrics/EndingRequest+Metrics.swift).
+    /// the host. And when it began on the fine clock (monotonic ns), if
+    /// its latency is sampled (0: not). For the metrics
+    /// (Metrics/EndingRequest+Metrics.swift).
     var endedBy: Unmanaged<PluginMetrics>? { get }
-    func started(timeout: UInt64) -> UInt64
+    var fineStarted: UInt64 { get }
+    /// Tells the sampler that gave the fine start what the request took.
+    func timed(_ nanoseconds: UInt64, by dispatcher: Dispatcher)
 }
 
 extension Dispatcher {
@@ -138,6 +141,8 @@ struct LaneRequest: EndingRequest {
         let sequence: UInt64
         /// When its handler was called (coarse monotonic ns).
         let started: UInt64
+        /// The same on the fine clock, if sampled (0: not).
+        let fineStarted: UInt64
     }
 
     let call: Call
@@ -161,7 +166,7 @@ struct LaneRequest: EndingRequest {
 
     func claimedForChain() -> PendingRequest? {
         let pending = dispatcher.handOver(line: call.line, id: call.id, sequence: call.sequence, sink: sink,
-                                          started: call.started)
+                                          started: call.started, fineStarted: call.fineStarted)
         return pending.claim() ? pending : nil
     }
 }

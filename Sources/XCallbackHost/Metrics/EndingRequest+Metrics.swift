@@ -10,20 +10,23 @@ import XCallbackURL
 
 extension Dispatcher {
     /// Counts a request that ends in a record: by plug-in, outcome and
-    /// code, its latency, and its input's invalid lines (its records are
-    /// the sink's own count, `StreamCounts`). One relaxed atomic add for a
-    /// success or cancel; nothing at all when metrics are off.
+    /// code, its latency if it was sampled (`LatencySampler`), and its
+    /// input's invalid lines (its records are the sink's own count,
+    /// `StreamCounts`). One relaxed atomic add for a success or cancel not
+    /// sampled; nothing at all when metrics are off.
     @inline(__always)
     func countEnded(_ answer: Ending, of request: some EndingRequest, to sink: OutputSink) {
         unretainedMetrics?._withUnsafeGuaranteedRef { countEnded(answer, of: request, to: sink, in: $0) }
     }
 
     private func countEnded(_ answer: Ending, of request: some EndingRequest, to sink: OutputSink, in metrics: HostMetrics) {
-        let started = request.started(timeout: timeoutNanoseconds)
-        var nanoseconds: UInt64 = 0
+        let started = request.fineStarted
+        var nanoseconds: UInt64?
         if started != 0 {
-            let now = MonotonicClock.coarseNow
-            if now > started { nanoseconds = now - started }
+            let now = MonotonicClock.now
+            let took = now > started ? now - started : 0
+            request.timed(took, by: self)
+            nanoseconds = took
         }
         (request.endedBy ?? Unmanaged.passUnretained(metrics.host))._withUnsafeGuaranteedRef { counts in
             switch answer.kind {
@@ -40,20 +43,24 @@ extension Dispatcher {
 
 extension UnroutedRequest {
     var endedBy: Unmanaged<PluginMetrics>? { nil }
-    func started(timeout: UInt64) -> UInt64 { 0 }
+    var fineStarted: UInt64 { 0 }
+    func timed(_ nanoseconds: UInt64, by dispatcher: Dispatcher) {}
 }
 
 extension GeneralRequest {
     var endedBy: Unmanaged<PluginMetrics>? { pending.currentCounts.map(Unmanaged.passUnretained) }
-    func started(timeout: UInt64) -> UInt64 { pending.deadline &- timeout }
+    var fineStarted: UInt64 { pending.fineStarted }
+    func timed(_ nanoseconds: UInt64, by dispatcher: Dispatcher) { dispatcher.generalSampler.measured(nanoseconds) }
 }
 
 extension LaneRequest {
     var endedBy: Unmanaged<PluginMetrics>? { counts }
-    func started(timeout: UInt64) -> UInt64 { call.started }
+    var fineStarted: UInt64 { call.fineStarted }
+    func timed(_ nanoseconds: UInt64, by dispatcher: Dispatcher) { lane.sampler.measured(nanoseconds) }
 }
 
 extension SlotRequest {
     var endedBy: Unmanaged<PluginMetrics>? { counts }
-    func started(timeout: UInt64) -> UInt64 { startedAt }
+    var fineStarted: UInt64 { fineStartedAt }
+    func timed(_ nanoseconds: UInt64, by dispatcher: Dispatcher) { sampler.measured(nanoseconds) }
 }

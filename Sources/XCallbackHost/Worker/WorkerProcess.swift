@@ -479,7 +479,9 @@ extension WorkerProcess {
             // may take it.
             let frameStart = bytes.count
             slot.pointee.frame.withUnsafeBufferPointer { bytes.append(contentsOf: $0) }
-            slots.publish(id, started: MonotonicClock.coarseNow)
+            let started = MonotonicClock.coarseNow
+            slot.pointee.fineStarted = slots.counts == nil ? 0 : slots.sampler.fineStart(tick: started)
+            slots.publish(id, started: started)
             // Against `closeLane`: either it sees this slot, or this sees the
             // lane closed and takes the frame back before it is written.
             atomicMemoryFence(ordering: .sequentiallyConsistent)
@@ -534,7 +536,7 @@ extension WorkerProcess {
             let base = payload.baseAddress!.assumingMemoryBound(to: UInt8.self)
             answerParameters.parameters.withUnsafeBufferPointer { parameters in
                 slots.owner.end(.bytes(answer, parameters: parameters, in: base), ofSlot: &request,
-                                counts: slots.unretainedCounts, started: slots.started(id))
+                                counts: slots.unretainedCounts, sampler: slots.sampler)
             }
         }
         guard written != nil else { return .decode }

@@ -40,6 +40,9 @@ final class WorkerSlots: @unchecked Sendable {
         var successCount = 0
         var errorCount = 0
         var cancelCount = 0
+        /// When it was sent on the fine clock, if its latency is sampled
+        /// (0: not); its coarse stamp, the deadline's, is `started(_:)`.
+        var fineStarted: UInt64 = 0
     }
 
     /// As many as one input stream keeps in flight (`InputLoop.maxInFlight`):
@@ -57,6 +60,8 @@ final class WorkerSlots: @unchecked Sendable {
     /// the same unretained, for the reply thread (`Dispatcher.end`).
     let counts: PluginMetrics?
     let unretainedCounts: Unmanaged<PluginMetrics>?
+    /// Which of the requests sent the lane times on the fine clock.
+    let sampler = LatencySampler()
     private let states: UnsafeMutablePointer<Atomic<UInt64>>
     /// Monotonic nanoseconds when each slot's request was sent: atomic, so
     /// the deadline timer may read it before it takes the slot.
