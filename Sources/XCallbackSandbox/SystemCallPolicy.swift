@@ -39,6 +39,14 @@ public enum SystemCallPolicy {
                                 own_pid: 0, host_pid: 0, file_view: fileView ? 1 : 0)
     }
 
+    /// Compiles the allow-list a worker with `capabilities` loads, once, in
+    /// a process that forks workers afterwards (the zygote): each forked
+    /// worker then loads it as it is. Call only while single-threaded.
+    public static func prepare(for capabilities: Capabilities, fileView: Bool) {
+        var grant = grant(for: capabilities, fileView: fileView)
+        _ = xcallback_allow_list_prepare(&grant)
+    }
+
     /// The names of the groups a worker with `capabilities` gets.
     public static func groups(for capabilities: Capabilities, fileView: Bool) -> [String] {
         var grant = grant(for: capabilities, fileView: fileView)

@@ -68,6 +68,11 @@ int xcallback_seccomp_group_granted(int index, const xcallback_seccomp_grant *gr
  * for xcallback_seccomp_load's filter to decide. Returns 0 or -errno. */
 int xcallback_allow_list_load(const xcallback_seccomp_grant *grant);
 
+/* Compiles the allow-list for `grant` now and keeps it, so that a process
+ * forked afterwards loads it without building it again. Call only while
+ * single-threaded (the zygote's warm-up). Returns 0 or -errno. */
+int xcallback_allow_list_prepare(const xcallback_seccomp_grant *grant);
+
 /* One path of a worker's file view. */
 enum {
     XCALLBACK_VIEW_READ = 0,      /* bound read-only */

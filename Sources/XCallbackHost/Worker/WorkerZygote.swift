@@ -61,6 +61,10 @@ public enum WorkerZygote {
     /// of being built again in each worker (a third of a forked worker's
     /// start).
     public static func warmUp() {
+        // The default sandbox's allow-list, with and without a file view:
+        // most plug-ins declare nothing, and their workers then load it
+        // compiled (a grant's own is built in its worker, as before).
+        for fileView in [false, true] { SystemCallPolicy.prepare(for: .default, fileView: fileView) }
         let plan = SandboxPlan(capabilities: .default, scratch: "/nonexistent", pluginPath: "/nonexistent/lib.so", strict: false)
         _ = WorkerMain.Arguments(["/nonexistent/lib.so", "--parent", "1", "--host", "1", WorkerMain.allowInsecureFlag,
                                   WorkerMain.sandboxOption, plan.encoded])
