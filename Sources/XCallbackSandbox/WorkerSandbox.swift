@@ -98,7 +98,6 @@ public enum WorkerSandbox {
             // (malloc's per-thread arenas reserve 64 MiB each).
             try limit(Int32(RLIMIT_AS.rawValue), 2 * memory + (1 << 30), "address space")
         }
-        try limit(Int32(RLIMIT_NOFILE.rawValue), UInt64(capabilities.openFiles), "open_files")
         try limit(Int32(RLIMIT_CORE.rawValue), 0, "core dumps")
         layers.append("rlimits")
 
@@ -135,6 +134,9 @@ public enum WorkerSandbox {
         if let processCeiling {
             try limit(Int32(__RLIMIT_NPROC.rawValue), UInt64(processCeiling), "processes")
         }
+        // After the view: building it holds a descriptor for each of its
+        // twenty-odd sources at once, more than a small grant allows.
+        try limit(Int32(RLIMIT_NOFILE.rawValue), UInt64(capabilities.openFiles), "open_files")
 
         if let report {
             guard xcallback_sandbox_report_to(report.memory, memory) == 0 else {

@@ -179,6 +179,16 @@ struct ContainmentTests {
         #expect(records.contains { $0.params["result"] == "3" })
     }
 
+    @Test("a plug-in allowed the fewest descriptors still gets its whole view")
+    func fewestDescriptors() throws {
+        let fixture = try HostFixture(["Calculator"], isolation: "process")
+        try TestPlugin.build(ContainmentPlugin.name, source: ContainmentPlugin.source, into: fixture.plugins)
+        try Data("open_files = 16\n".utf8).write(to: URL(fileURLWithPath: fixture.plugins + "/lib\(ContainmentPlugin.name).caps.toml"))
+        let run = try fixture.run(["--output", "jsonl"], lines: ["contain://x-callback-url/own"])
+        let record = try #require(try run.lines.map(Record.init(jsonLine:)).first, "\(run.stderr)")
+        #expect(record.params["result"] == "done", "\(record) \(run.stderr)")
+    }
+
     @Test("a new user namespace is not a clone away, even with processes")
     func noNamespaceByClone() throws {
         let fixture = try HostFixture(["Calculator"], isolation: "process")
