@@ -49,10 +49,9 @@ public final class QueueClient: Sendable {
         } catch let error as QueueError {
             throw error
         } catch let failure as ConnectFailure {
-            throw QueueError(failure.description, connectionLost: failure.mayPass)
+            throw QueueError(failure.description)
         } catch {
-            throw QueueError("queue at \(location): \(QueueError.describe(error))",
-                             connectionLost: QueueError.isConnectionLoss(error))
+            throw QueueError("queue at \(location): \(QueueError.describe(error))")
         }
     }
 
