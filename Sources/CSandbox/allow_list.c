@@ -91,8 +91,9 @@ static const char *const group_ipc[] = {
     "mq_notify", "mq_getsetattr", NULL,
 };
 /* Never needed to handle a request: the second filter ends the worker for
- * each (sandbox.c, `fatal_calls`). They pass this filter only so that the
- * host hears of them as a violation rather than the plug-in seeing ENOSYS. */
+ * each (it reads this list, `xcallback_violation_calls`). They pass this
+ * filter only so that the host hears of them as a violation rather than
+ * the plug-in seeing ENOSYS. */
 static const char *const group_violations[] = {
     "ptrace", "process_vm_readv", "process_vm_writev", "process_madvise", "pidfd_getfd", "mount",
     "umount", "umount2", "pivot_root", "chroot", "move_mount", "fsopen", "fsconfig", "fsmount",
@@ -100,9 +101,10 @@ static const char *const group_violations[] = {
     "init_module", "finit_module", "delete_module", "reboot", "swapon", "swapoff", "acct", "quotactl",
     "quotactl_fd", "settimeofday", "clock_settime", "clock_adjtime", "sethostname", "setdomainname",
     "iopl", "ioperm", "add_key", "request_key", "keyctl", "setns", "unshare", "open_by_handle_at",
-    "lookup_dcookie", "vhangup", "nfsservctl", "pidfd_send_signal", "io_uring_setup",
-    "io_uring_enter", "io_uring_register", NULL,
+    "lookup_dcookie", "vhangup", "nfsservctl", "pidfd_send_signal", NULL,
 };
+
+const char *const *xcallback_violation_calls(void) { return group_violations; }
 
 struct call_group {
     const char *name;

@@ -159,21 +159,6 @@ int xcallback_sandbox_report_to(uint64_t *memory, uint64_t memory_ceiling) {
 
 /* --- The seccomp filter --------------------------------------------------- */
 
-/* Calls that reach past the worker (other processes, the kernel, the
- * machine): never needed to handle a request, so trying one ends the
- * worker. Names, not numbers: libseccomp resolves them per architecture
- * and skips any this one does not have. */
-static const char *const fatal_calls[] = {
-    "ptrace", "process_vm_readv", "process_vm_writev", "process_madvise", "pidfd_getfd",
-    "mount", "umount", "umount2", "pivot_root", "chroot", "move_mount", "fsopen", "fsconfig",
-    "fsmount", "fspick", "open_tree", "mount_setattr",
-    "bpf", "perf_event_open", "kexec_load", "kexec_file_load", "init_module", "finit_module",
-    "delete_module", "reboot", "swapon", "swapoff", "acct", "quotactl", "quotactl_fd",
-    "settimeofday", "clock_settime", "clock_adjtime", "sethostname", "setdomainname",
-    "iopl", "ioperm", "add_key", "request_key", "keyctl", "setns", "unshare",
-    "open_by_handle_at", "lookup_dcookie", "vhangup", "nfsservctl", "pidfd_send_signal",
-};
-
 /* Calls refused quietly: glibc falls back from clone3 to clone (which the
  * filter can inspect), and io_uring would run socket and other calls
  * without passing through this filter at all. */
@@ -295,8 +280,13 @@ int xcallback_seccomp_load(const xcallback_seccomp_grant *grant, int supervisor)
      * x86_64) would dodge every rule below. */
     result |= seccomp_attr_set(filter, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
 
-    for (size_t i = 0; i < sizeof fatal_calls / sizeof fatal_calls[0]; i++) {
-        result |= rule(filter, fatal, fatal_calls[i], 0, none);
+    /* Calls that reach past the worker (other processes, the kernel, the
+     * machine): never needed to handle a request, so trying one ends the
+     * worker. One list, the allow-list's @violations group; names, not
+     * numbers: libseccomp resolves them per architecture and skips any this
+     * one does not have. */
+    for (const char *const *call = xcallback_violation_calls(); *call; call++) {
+        result |= rule(filter, fatal, *call, 0, none);
     }
     for (size_t i = 0; i < sizeof quiet_enosys_calls / sizeof quiet_enosys_calls[0]; i++) {
         result |= rule(filter, SCMP_ACT_ERRNO(ENOSYS), quiet_enosys_calls[i], 0, none);

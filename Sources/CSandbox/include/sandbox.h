@@ -58,6 +58,9 @@ const char *xcallback_seccomp_group_purpose(int index);
 int xcallback_seccomp_group_needs(int index);
 /* The group's `call`th system call name, NULL past the last. */
 const char *xcallback_seccomp_group_call(int index, int call);
+/* The calls that end a worker (the allow-list's @violations group, which
+ * the argument filter makes fatal): NULL-terminated. */
+const char *const *xcallback_violation_calls(void);
 /* Whether a worker with `grant` gets group `index`. */
 int xcallback_seccomp_group_granted(int index, const xcallback_seccomp_grant *grant);
 
