@@ -85,14 +85,6 @@ struct FileView {
         self.plan = plan
     }
 
-    /// The path `descriptor` names, from /proc (nil when it names none).
-    static func realPath(of descriptor: Int32) -> String? {
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let count = readlink("/proc/self/fd/\(descriptor)", &buffer, buffer.count - 1)
-        guard count > 0, buffer[0] == CChar(UInt8(ascii: "/")) else { return nil }
-        return String(decoding: buffer.prefix(count).map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
-
     /// Swaps `descriptor` (the plug-in file the host opened, on the host's
     /// own, writable mount) for the same file opened through the view's
     /// read-only bind of its folder: through the host's, a constructor

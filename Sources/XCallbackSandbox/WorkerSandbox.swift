@@ -47,11 +47,12 @@ public enum WorkerSandbox {
     /// file the plug-in really is, past symlinks); `supervisor` is the socket to hand the
     /// seccomp listener to the host on (-1: none, the kernel answers alone).
     /// Returns the layers applied, for the log.
-    /// `library`, when given, is the descriptor of the plug-in file the
-    /// host opened and checked; in a file view it is swapped for the same
-    /// file opened through the view's read-only bind (see `FileView`).
+    /// `library`, when given, is the plug-in file the host opened and
+    /// checked (its descriptor, and the path it really has); in a file view
+    /// it is swapped for the same file opened through the view's read-only
+    /// bind (see `FileView`).
     public static func enter(_ plan: SandboxPlan, report: SandboxReport?, host: pid_t = getppid(), loadedFrom: [String] = [],
-                             supervisor: Int32 = -1, library: Int32 = -1) throws(SandboxError) -> [String] {
+                             supervisor: Int32 = -1, library: (descriptor: Int32, path: String)? = nil) throws(SandboxError) -> [String] {
         let support = KernelSupport.probe()
         if plan.strict, let missing = support.missing {
             throw SandboxError("--sandbox strict: this kernel lacks \(missing)")
@@ -112,9 +113,8 @@ public enum WorkerSandbox {
             ? tasksOfUser(getuid()) + capabilities.processes : nil
         layers += try enterNamespaces(Namespaces.wanted(by: capabilities), fileView: plan.fileView)
         if plan.fileView {
-            let libraryPath = library >= 0 ? FileView.realPath(of: library) : nil
             try FileView(plan: plan, loadedFrom: loadedFrom, mappedFolders: mappedFolders).build()
-            if let libraryPath { try FileView.reopen(library, at: libraryPath) }
+            if let library { try FileView.reopen(library.descriptor, at: library.path) }
             layers.append("file view")
         }
         // Landlock's rules open each path now, while the worker may still

@@ -100,7 +100,8 @@ public enum WorkerMain {
                 let supervisor = fcntl(supervisorDescriptor, F_GETFD) >= 0 ? supervisorDescriptor : -1
                 let layers = try WorkerSandbox.enter(sandbox, report: progress?.sandboxReport, host: host,
                                                      loadedFrom: loadedFiles(pluginPath, checking: FileSecurity(allowInsecure: allowInsecure)),
-                                                     supervisor: supervisor, library: libraryDescriptor)
+                                                     supervisor: supervisor,
+                                                     library: FileSecurity.realPath(of: libraryDescriptor).map { (libraryDescriptor, $0) })
                 logger.debug("worker \(getpid()): sandbox \(layers.joined(separator: ", ")); \(sandbox.capabilities.summary)")
             } catch {
                 sandboxError = error
