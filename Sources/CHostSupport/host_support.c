@@ -168,17 +168,21 @@ static int is_placed(int descriptor, const int *numbers, int count) {
     return 0;
 }
 
-int xcallback_place_descriptors(const int *descriptors, const int *numbers, int count) {
+int xcallback_place_descriptors(const int *descriptors, const int *numbers, int count, const int *kept,
+                                int kept_count) {
     /* Copies above every number first, so placing one descriptor never
        overwrites another still to be placed. */
     int copies[8];
     int highest = 2;
-    if (count < 0 || count > 8) {
+    if (count < 0 || count > 8 || kept_count < 0 || kept_count > 8) {
         errno = EINVAL;
         return -1;
     }
     for (int i = 0; i < count; i++) {
         if (numbers[i] > highest) highest = numbers[i];
+    }
+    for (int i = 0; i < kept_count; i++) {
+        if (kept[i] > highest) highest = kept[i];
     }
     for (int i = 0; i < count; i++) {
         copies[i] = fcntl(descriptors[i], F_DUPFD_CLOEXEC, highest + 1);
@@ -188,7 +192,7 @@ int xcallback_place_descriptors(const int *descriptors, const int *numbers, int 
         if (dup2(copies[i], numbers[i]) < 0) return -1; /* dup2 clears close-on-exec */
     }
     for (int descriptor = 3; descriptor <= highest; descriptor++) {
-        if (!is_placed(descriptor, numbers, count)) close(descriptor);
+        if (!is_placed(descriptor, numbers, count) && !is_placed(descriptor, kept, kept_count)) close(descriptor);
     }
     /* Everything above: the copies, and whatever else was open. close_range
        exists since Linux 5.9; before it, every number up to the limit. */
@@ -199,11 +203,11 @@ int xcallback_place_descriptors(const int *descriptors, const int *numbers, int 
     return 0;
 }
 
-int xcallback_zygote_fork(int setup, int number) {
+int xcallback_zygote_fork(int setup, int number, const int *kept, int kept_count) {
     pid_t pid = fork();
     if (pid != 0) return pid;
-    /* The child: nothing of the zygote's but `setup`. */
-    if (xcallback_place_descriptors(&setup, &number, 1) != 0) _exit(127);
+    /* The child: nothing of the zygote's but `setup` and `kept`. */
+    if (xcallback_place_descriptors(&setup, &number, 1, kept, kept_count) != 0) _exit(127);
     /* A session of its own, so no controlling terminal (and a group of
      * its own, which the host and the zygote signal). */
     if (setsid() < 0) _exit(127);

@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "sandbox.h"
+#include "file_view_parts.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -68,13 +68,9 @@ struct open_how_v1 {
 };
 enum { RESOLVE_NO_SYMLINKS_ = 0x04 };
 
-/* Where a failed step is named for the caller's message. */
-typedef struct {
-    char *text;
-    unsigned long size;
-} failure_note;
+typedef xcallback_failure_note failure_note;
 
-static int fail(failure_note *note, const char *step, const char *path) {
+int xcallback_view_fail(failure_note *note, const char *step, const char *path) {
     int saved = errno;
     if (note->text && note->size) snprintf(note->text, note->size, "%s %s: %s", step, path ? path : "", strerror(saved));
     errno = saved;
@@ -102,7 +98,7 @@ static unsigned long locked_flags(const char *path) {
  * read-write may hold one a plug-in planted (or swaps in while the view is
  * built). Returns the folder's descriptor and copies the last component
  * into `last`; -1 with errno (ELOOP for a symlink on the way). */
-static int open_parent_beneath(int root, const char *path, char *last, size_t last_size) {
+int xcallback_view_open_parent(int root, const char *path, char *last, size_t last_size) {
     int folder = fcntl(root, F_DUPFD_CLOEXEC, 3);
     if (folder < 0) return -1;
     const char *cursor = path;
@@ -140,23 +136,13 @@ static int open_parent_beneath(int root, const char *path, char *last, size_t la
 }
 
 /* "/proc/self/fd/N": a descriptor as a path mount(2) follows to its file. */
-static void descriptor_path(char *buffer, size_t size, int descriptor) {
+void xcallback_view_descriptor_path(char *buffer, size_t size, int descriptor) {
     snprintf(buffer, size, "/proc/self/fd/%d", descriptor);
 }
 
-/* Where an entry comes from, looked up while the host's root is still the
- * root: the path with every symlink resolved, or for a symlink that is not
- * followed, its own text (made again in the view). */
-typedef struct {
-    char link[PATH_MAX];
-    int source;  /* O_PATH descriptor of what the entry names, or -1 */
-    int mounted; /* O_PATH descriptor of its bind in the view, or -1 */
-    int is_link;
-    int present;
-    int refused; /* a granted path with a symlink in it */
-} resolved_entry;
+typedef xcallback_resolved_entry resolved_entry;
 
-static void resolve(const xcallback_view_entry *entry, resolved_entry *out) {
+void xcallback_view_resolve(const xcallback_view_entry *entry, resolved_entry *out) {
     memset(out, 0, sizeof *out);
     out->source = -1;
     out->mounted = -1;
@@ -184,73 +170,84 @@ static void resolve(const xcallback_view_entry *entry, resolved_entry *out) {
     out->present = out->source >= 0;
 }
 
+int xcallback_view_make_point(failure_note *note, int parent, const char *last, const char *path,
+                              const resolved_entry *resolved, int *point) {
+    *point = -1;
+    if (resolved->is_link) {
+        /* A later entry may have made it already (a folder bound beneath it). */
+        if (symlinkat(resolved->link, parent, last) != 0 && errno != EEXIST) return xcallback_view_fail(note, "symlink", path);
+        return 0;
+    }
+    struct stat info;
+    if (fstat(resolved->source, &info) != 0) return xcallback_view_fail(note, "stat", path);
+    if (S_ISDIR(info.st_mode)) {
+        if (mkdirat(parent, last, 0755) != 0 && errno != EEXIST) return xcallback_view_fail(note, "make", path);
+    } else {
+        int made = openat(parent, last, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (made < 0 && errno != EEXIST && errno != EISDIR && errno != EROFS) return xcallback_view_fail(note, "make", path);
+        if (made >= 0) close(made);
+    }
+    /* The mount point, never a symlink: opened without following one. */
+    *point = openat(parent, last, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    struct stat placed;
+    if (*point < 0 || fstat(*point, &placed) != 0 || S_ISLNK(placed.st_mode)) {
+        if (*point >= 0) close(*point);
+        *point = -1;
+        errno = ELOOP;
+        return xcallback_view_fail(note, "mount point", path);
+    }
+    return 0;
+}
+
 /* Binds one entry beneath the view's `root`; its read-only remount only
  * when `remount` (kernels without mount_setattr: see xcallback_build_view).
  * Leaves the bind's own descriptor in `resolved->mounted`. */
 static int bind_entry(failure_note *note, int root, const xcallback_view_entry *entry, resolved_entry *resolved,
                       int remount) {
     char last[NAME_MAX + 1], source[64], target[64];
-    int parent = open_parent_beneath(root, entry->path, last, sizeof last);
-    if (parent < 0) return fail(note, "make the folders of", entry->path);
-    int result = -1;
-    if (resolved->is_link) {
-        /* A later entry may have made it already (a folder bound beneath it). */
-        if (symlinkat(resolved->link, parent, last) != 0 && errno != EEXIST) fail(note, "symlink", entry->path);
-        else result = 0;
+    int parent = xcallback_view_open_parent(root, entry->path, last, sizeof last);
+    if (parent < 0) return xcallback_view_fail(note, "make the folders of", entry->path);
+    int point = -1;
+    int made = xcallback_view_make_point(note, parent, last, entry->path, resolved, &point);
+    if (made != 0 || point < 0) { /* failed, or a symlink: nothing to bind */
+        int saved = errno;
         close(parent);
-        return result;
+        errno = saved;
+        return made;
     }
-    struct stat info;
-    if (fstat(resolved->source, &info) != 0) {
-        close(parent);
-        return fail(note, "stat", entry->path);
-    }
-    if (S_ISDIR(info.st_mode)) {
-        if (mkdirat(parent, last, 0755) != 0 && errno != EEXIST) goto failed_mkdir;
-    } else {
-        int made = openat(parent, last, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-        if (made < 0 && errno != EEXIST && errno != EISDIR && errno != EROFS) goto failed_mkdir;
-        if (made >= 0) close(made);
-    }
-    /* The mount point, never a symlink: opened without following one. */
-    int point = openat(parent, last, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-    struct stat placed;
-    if (point < 0 || fstat(point, &placed) != 0 || S_ISLNK(placed.st_mode)) {
-        if (point >= 0) close(point);
-        close(parent);
-        errno = ELOOP;
-        return fail(note, "mount point", entry->path);
-    }
-    descriptor_path(source, sizeof source, resolved->source);
-    descriptor_path(target, sizeof target, point);
+    xcallback_view_descriptor_path(source, sizeof source, resolved->source);
+    xcallback_view_descriptor_path(target, sizeof target, point);
     int bound = mount(source, target, NULL, MS_BIND | MS_REC, NULL);
     int saved = errno;
     close(point);
     if (bound != 0) {
         close(parent);
         errno = saved;
-        return fail(note, "bind", entry->path);
+        return xcallback_view_fail(note, "bind", entry->path);
     }
     /* Opened again through its parent: now it names the bind's root. */
     resolved->mounted = openat(parent, last, O_PATH | O_NOFOLLOW | O_CLOEXEC);
     close(parent);
-    if (resolved->mounted < 0) return fail(note, "open the bind", entry->path);
+    if (resolved->mounted < 0) return xcallback_view_fail(note, "open the bind", entry->path);
     if (!remount) return 0;
-    descriptor_path(target, sizeof target, resolved->mounted);
+    xcallback_view_descriptor_path(target, sizeof target, resolved->mounted);
     int kind = entry->kind & 0xF;
     unsigned long flags = MS_REMOUNT | MS_BIND | MS_NOSUID | locked_flags(target);
     if (kind == XCALLBACK_VIEW_READ) flags |= MS_RDONLY;
     if (kind != XCALLBACK_VIEW_DEVICE) flags |= MS_NODEV;
-    if (mount(NULL, target, NULL, flags, NULL) != 0) return fail(note, "remount", entry->path);
+    if (mount(NULL, target, NULL, flags, NULL) != 0) return xcallback_view_fail(note, "remount", entry->path);
     return 0;
-failed_mkdir:
-    saved = errno;
-    close(parent);
-    errno = saved;
-    return fail(note, "make", entry->path);
 }
 
-static int compare_entries(const void *left, const void *right) {
+void xcallback_view_scratch_options(char *buffer, size_t size, uint64_t bytes, uint32_t owner, uint32_t group) {
+    /* nr_inodes bounds its files (an inode costs the kernel memory no size
+     * counts): 256 a MiB. */
+    unsigned long long inodes = bytes / 4096 < 1024 ? 1024 : bytes / 4096;
+    snprintf(buffer, size, "mode=0700,size=%llu,nr_inodes=%llu,uid=%u,gid=%u", (unsigned long long)bytes, inodes, owner,
+             group);
+}
+
+int xcallback_view_compare_entries(const void *left, const void *right) {
     return strcmp(((const xcallback_view_entry *)left)->path, ((const xcallback_view_entry *)right)->path);
 }
 
@@ -258,10 +255,22 @@ int xcallback_build_view(const xcallback_view_entry *entries, int count, const c
                          int scratch_exec, uint32_t owner, uint32_t group, char *failure, unsigned long failure_size) {
     failure_note note = {failure, failure_size};
     if (failure && failure_size) failure[0] = 0;
+    /* Never a program's folder, even with exec: programs come from the
+     * system's folders only. */
+    (void)scratch_exec;
     if (count < 0 || scratch == NULL || scratch[0] != '/') {
         errno = EINVAL;
-        return fail(&note, "arguments", NULL);
+        return xcallback_view_fail(&note, "arguments", NULL);
     }
+    if (xcallback_view_template_usable(entries, count))
+        return xcallback_view_build_from_template(entries, count, scratch, scratch_bytes, owner, group, &note);
+    return xcallback_view_build_whole(entries, count, scratch, scratch_bytes, owner, group, &note, NULL);
+}
+
+int xcallback_view_build_whole(const xcallback_view_entry *entries, int count, const char *scratch,
+                               uint64_t scratch_bytes, uint32_t owner, uint32_t group, failure_note *note_,
+                               int *writable_root) {
+    failure_note note = *note_;
     /* Parents before children, so a folder bound beneath another lands on
      * top of it rather than under it. */
     xcallback_view_entry *sorted = count ? calloc((size_t)count, sizeof *sorted) : NULL;
@@ -270,28 +279,36 @@ int xcallback_build_view(const xcallback_view_entry *entries, int count, const c
         free(sorted);
         free(resolved);
         errno = ENOMEM;
-        return fail(&note, "memory", NULL);
+        return xcallback_view_fail(&note, "memory", NULL);
     }
     if (count > 0) memcpy(sorted, entries, (size_t)count * sizeof *sorted);
-    qsort(sorted, (size_t)count, sizeof *sorted, compare_entries);
-    for (int i = 0; i < count; i++) resolve(&sorted[i], &resolved[i]);
+    qsort(sorted, (size_t)count, sizeof *sorted, xcallback_view_compare_entries);
+    for (int i = 0; i < count; i++) xcallback_view_resolve(&sorted[i], &resolved[i]);
 
     int result = -1, root = -1, scratch_point = -1;
     char options[160], target[64];
     for (int i = 0; i < count; i++) {
         if (resolved[i].refused) {
             errno = ELOOP;
-            fail(&note, "a granted path runs through a symlink:", sorted[i].path);
+            xcallback_view_fail(&note, "a granted path runs through a symlink:", sorted[i].path);
             goto done;
         }
     }
-    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) { fail(&note, "make mounts private", "/"); goto done; }
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) { xcallback_view_fail(&note, "make mounts private", "/"); goto done; }
     if (mount("xcallback-root", VIEW_ROOT, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") != 0) {
-        fail(&note, "mount tmpfs", VIEW_ROOT);
+        xcallback_view_fail(&note, "mount tmpfs", VIEW_ROOT);
         goto done;
     }
+    if (writable_root) {
+        /* The template's: its root a bind of the tmpfs over itself, made
+         * read-only below, while this descriptor keeps the first mount,
+         * which stays writable for the mount points workers add. */
+        *writable_root = open(VIEW_ROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (*writable_root < 0) { xcallback_view_fail(&note, "open", VIEW_ROOT); goto done; }
+        if (mount(VIEW_ROOT, VIEW_ROOT, NULL, MS_BIND, NULL) != 0) { xcallback_view_fail(&note, "bind", VIEW_ROOT); goto done; }
+    }
     root = open(VIEW_ROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (root < 0) { fail(&note, "open", VIEW_ROOT); goto done; }
+    if (root < 0) { xcallback_view_fail(&note, "open", VIEW_ROOT); goto done; }
 
     /* Every bind is made read-only, no-suid and no-dev in one call for the
      * whole tree, and the written ones and the devices are opened again,
@@ -305,20 +322,22 @@ int xcallback_build_view(const xcallback_view_entry *entries, int count, const c
     }
     /* The scratch folder's mount point, while the root can still be
      * written (a bound parent holds it already: the worker made it). */
-    char last[NAME_MAX + 1];
-    int parent = open_parent_beneath(root, scratch, last, sizeof last);
-    if (parent < 0) { fail(&note, "make the folders of", scratch); goto done; }
-    if (mkdirat(parent, last, 0700) != 0 && errno != EEXIST) {
+    if (scratch) {
+        char last[NAME_MAX + 1];
+        int parent = xcallback_view_open_parent(root, scratch, last, sizeof last);
+        if (parent < 0) { xcallback_view_fail(&note, "make the folders of", scratch); goto done; }
+        if (mkdirat(parent, last, 0700) != 0 && errno != EEXIST) {
+            close(parent);
+            xcallback_view_fail(&note, "mkdir", scratch);
+            goto done;
+        }
+        scratch_point = openat(parent, last, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
         close(parent);
-        fail(&note, "mkdir", scratch);
-        goto done;
+        if (scratch_point < 0) { xcallback_view_fail(&note, "open", scratch); goto done; }
     }
-    scratch_point = openat(parent, last, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
-    close(parent);
-    if (scratch_point < 0) { fail(&note, "open", scratch); goto done; }
     if (one_pass) {
         if (set_mount_attributes(VIEW_ROOT, AT_RECURSIVE_, MOUNT_ATTR_RDONLY_ | MOUNT_ATTR_NOSUID_ | MOUNT_ATTR_NODEV_, 0) != 0) {
-            fail(&note, "make the view read-only", "/");
+            xcallback_view_fail(&note, "make the view read-only", "/");
             goto done;
         }
         /* Each written bind and device opened again, alone: a read-only
@@ -329,36 +348,31 @@ int xcallback_build_view(const xcallback_view_entry *entries, int count, const c
             uint64_t clear = MOUNT_ATTR_RDONLY_ | (kind == XCALLBACK_VIEW_DEVICE ? MOUNT_ATTR_NODEV_ : 0);
             struct mount_attr_v1 attributes = {0, clear, 0, 0};
             if (syscall(SYS_mount_setattr, resolved[i].mounted, "", AT_EMPTY_PATH, &attributes, sizeof attributes) != 0) {
-                fail(&note, "open for writing", sorted[i].path);
+                xcallback_view_fail(&note, "open for writing", sorted[i].path);
                 goto done;
             }
         }
     }
 
-    /* Its size bounds its bytes, nr_inodes its files (an inode costs the
-     * kernel memory no size counts): 256 a MiB. */
-    unsigned long long inodes = scratch_bytes / 4096 < 1024 ? 1024 : scratch_bytes / 4096;
-    snprintf(options, sizeof options, "mode=0700,size=%llu,nr_inodes=%llu,uid=%u,gid=%u",
-             (unsigned long long)scratch_bytes, inodes, owner, group);
-    descriptor_path(target, sizeof target, scratch_point);
-    /* Never a program's folder, even with exec: programs come from the
-     * system's folders only. */
-    (void)scratch_exec;
-    if (mount("xcallback-scratch", target, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, options) != 0) {
-        fail(&note, "mount tmpfs", scratch);
-        goto done;
+    if (scratch) {
+        xcallback_view_scratch_options(options, sizeof options, scratch_bytes, owner, group);
+        xcallback_view_descriptor_path(target, sizeof target, scratch_point);
+        if (mount("xcallback-scratch", target, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, options) != 0) {
+            xcallback_view_fail(&note, "mount tmpfs", scratch);
+            goto done;
+        }
     }
     /* The root itself: nothing may be made beside what is bound. */
     if (!one_pass && mount(NULL, VIEW_ROOT, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) != 0) {
-        fail(&note, "remount read-only", "/");
+        xcallback_view_fail(&note, "remount read-only", "/");
         goto done;
     }
     /* pivot_root(".", ".") stacks the host's root on the new one;
      * detaching it takes the host's whole file system with it. */
-    if (chdir(VIEW_ROOT) != 0) { fail(&note, "chdir", VIEW_ROOT); goto done; }
-    if (syscall(SYS_pivot_root, ".", ".") != 0) { fail(&note, "pivot_root", VIEW_ROOT); goto done; }
-    if (umount2(".", MNT_DETACH) != 0) { fail(&note, "detach the host's root", NULL); goto done; }
-    if (chdir("/") != 0) { fail(&note, "chdir", "/"); goto done; }
+    if (chdir(VIEW_ROOT) != 0) { xcallback_view_fail(&note, "chdir", VIEW_ROOT); goto done; }
+    if (syscall(SYS_pivot_root, ".", ".") != 0) { xcallback_view_fail(&note, "pivot_root", VIEW_ROOT); goto done; }
+    if (umount2(".", MNT_DETACH) != 0) { xcallback_view_fail(&note, "detach the host's root", NULL); goto done; }
+    if (chdir("/") != 0) { xcallback_view_fail(&note, "chdir", "/"); goto done; }
     result = 0;
 done:
     for (int i = 0; i < count; i++) {

@@ -106,15 +106,25 @@ struct FileView {
         }
     }
 
+    /// Whether `build` makes it from the zygote's template
+    /// (`FileViewTemplate`), which needs no mount namespace entered first.
+    var fromTemplate: Bool {
+        withEntries { xcallback_view_template_usable($0.baseAddress, Int32($0.count)) != 0 }
+    }
+
+    private func withEntries<Result>(_ body: (UnsafeMutableBufferPointer<xcallback_view_entry>) -> Result) -> Result {
+        let copies = entries.map { (strdup($0.path), $0.kind) }
+        defer { copies.forEach { free($0.0) } }
+        var cEntries = copies.map { xcallback_view_entry(path: UnsafePointer($0.0), kind: $0.1) }
+        return cEntries.withUnsafeMutableBufferPointer { body($0) }
+    }
+
     /// Builds the view and enters it. The caller is in a mount namespace of
     /// its own, still single-threaded, with no plug-in code run yet.
     func build() throws(SandboxError) {
         let owner = plan.identity.map { ($0.uid, $0.gid) } ?? (getuid(), getgid())
-        let copies = entries.map { (strdup($0.path), $0.kind) }
-        defer { copies.forEach { free($0.0) } }
-        var cEntries = copies.map { xcallback_view_entry(path: UnsafePointer($0.0), kind: $0.1) }
         var failure = [CChar](repeating: 0, count: 512)
-        let result = cEntries.withUnsafeMutableBufferPointer { buffer in
+        let result = withEntries { buffer in
             xcallback_build_view(buffer.baseAddress, Int32(buffer.count), plan.scratch,
                                  UInt64(plan.capabilities.scratchMiB) << 20, plan.capabilities.exec ? 1 : 0,
                                  owner.0, owner.1, &failure, UInt(failure.count))

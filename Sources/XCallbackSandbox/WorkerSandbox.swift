@@ -111,9 +111,13 @@ public enum WorkerSandbox {
         // set (the grant still decides whether any process may start).
         let processCeiling = capabilities.processes > 0 && plan.identity == nil && getuid() != 0
             ? tasksOfUser(getuid()) + capabilities.processes : nil
-        layers += try enterNamespaces(Namespaces.wanted(by: capabilities), fileView: plan.fileView)
-        if plan.fileView {
-            try FileView(plan: plan, loadedFrom: loadedFrom, mappedFolders: mappedFolders).build()
+        let view = plan.fileView ? FileView(plan: plan, loadedFrom: loadedFrom, mappedFolders: mappedFolders) : nil
+        // Built from the zygote's template, the view brings its own mount
+        // namespace: a copy of the host's made here would only be thrown
+        // away (and its teardown waits on the kernel).
+        layers += try enterNamespaces(Namespaces.wanted(by: capabilities), fileView: view.map { !$0.fromTemplate } ?? false)
+        if let view {
+            try view.build()
             if let library { try FileView.reopen(library.descriptor, at: library.path) }
             layers.append("file view")
         }

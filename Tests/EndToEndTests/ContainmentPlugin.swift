@@ -126,6 +126,22 @@ static void do_plant(const xcallback_request *request, xcallback_reply reply, vo
     answer(reply, "symlink", symlink("../../../../../../../../..", path));
 }
 
+/* sees?paths=A,B: for each path, r (readable), w (writable), x (there,
+ * neither) or - (not there), as one word. */
+static void do_sees(const xcallback_request *request, xcallback_reply reply, void *unused) {
+    (void)unused;
+    char paths[4096], seen[256];
+    snprintf(paths, sizeof paths, "%s", parameter(request, "paths"));
+    size_t count = 0;
+    for (char *path = strtok(paths, ","); path && count + 1 < sizeof seen; path = strtok(NULL, ",")) {
+        struct stat info;
+        seen[count++] = stat(path, &info) != 0 ? '-' : access(path, W_OK) == 0 ? 'w' : access(path, R_OK) == 0 ? 'r' : 'x';
+    }
+    seen[count] = 0;
+    const xcallback_param output[] = { { "seen", seen } };
+    host->reply_success(reply, output, 1);
+}
+
 /* syscall?name=N: makes system call N with harmless arguments. */
 static void do_syscall(const xcallback_request *request, xcallback_reply reply, void *unused) {
     (void)unused;
@@ -167,7 +183,7 @@ XCALLBACK_EXPORT int xcallback_plugin_register(const xcallback_host_api *api, xc
     struct { const char *action; xcallback_handler handler; } routes[] = {
         {"chmod", do_chmod}, {"utime", do_utime}, {"setxattr", do_setxattr}, {"stat", do_stat},
         {"inotify", do_inotify}, {"own", do_own}, {"syscall", do_syscall}, {"setuid", do_setuid},
-        {"library", do_library}, {"plant", do_plant},
+        {"library", do_library}, {"plant", do_plant}, {"sees", do_sees},
     };
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
         int rc = api->register_action(plugin, "contain", routes[i].action, routes[i].handler, NULL);

@@ -135,6 +135,37 @@ struct ContainmentTests {
         try Self.metadataAttacks(asOtherUser: true)
     }
 
+    /// What a worker sees of a few paths, and what it should: r readable,
+    /// w writable, - not there. A root host's workers build their view from
+    /// the zygote's template, an ordinary user's build it whole.
+    static func viewSeen(asOtherUser: Bool) throws -> (seen: String, expected: String) {
+        let session = try Session(asOtherUser: asOtherUser)
+        let plugins = session.fixture.plugins
+        let paths: [(String, Character)] = [
+            ("/", "r"), ("/usr/lib", "r"), ("/etc/ld.so.cache", "r"), ("/proc/self/status", "r"),
+            ("/sys/devices/system/cpu/online", "r"), (plugins, "r"), (plugins + "/lib\(ContainmentPlugin.name).so", "r"),
+            ("/dev/null", "w"), ("/dev/urandom", "w"),
+            ("/etc/passwd", "-"), ("/etc/shadow", "-"), ("/proc/1/status", "-"), ("/dev/mem", "-"), ("/sys/kernel", "-"),
+            ("/usr/bin/env", "-"), ("/root", "-"), ("/home", "-"), ("/run", "-"),
+        ]
+        let record = try session.contain("sees?paths=\(percentEncoded(paths.map(\.0).joined(separator: ",")))")
+        try session.expectHostAlive()
+        session.finish()
+        return (try #require(record.params["seen"], "\(record)"), String(paths.map(\.1)))
+    }
+
+    @Test("a root host's worker sees its libraries, devices and plug-in, and nothing else")
+    func viewFromTemplate() throws {
+        let view = try Self.viewSeen(asOtherUser: false)
+        #expect(view.seen == view.expected)
+    }
+
+    @Test("the same view when each worker builds it whole (an ordinary user's host)", .requires(.otherUser))
+    func viewBuiltWhole() throws {
+        let view = try Self.viewSeen(asOtherUser: true)
+        #expect(view.seen == view.expected)
+    }
+
     @Test("system calls no plug-in needs fail, each with the host still serving")
     func callsNoPluginNeeds() throws {
         let session = try Session()

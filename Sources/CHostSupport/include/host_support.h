@@ -115,15 +115,17 @@ long xcallback_receive_with_descriptors(int socket, void *bytes, unsigned long c
                                         int *descriptors, int capacity_descriptors, int *count);
 
 /* Puts each descriptors[i] (at most 8) on numbers[i], clearing
- * close-on-exec there, and closes every other descriptor from 3 up.
- * Returns 0, or -1 with errno set (then some may be closed already). */
-int xcallback_place_descriptors(const int *descriptors, const int *numbers, int count);
+ * close-on-exec there, and closes every other descriptor from 3 up but the
+ * `kept` (at most 8, left where they are). Returns 0, or -1 with errno set
+ * (then some may be closed already). */
+int xcallback_place_descriptors(const int *descriptors, const int *numbers, int count, const int *kept,
+                                int kept_count);
 
 /* fork(2) for the zygote. In the child: `setup` lands on `number` and every
- * other descriptor from 3 up is closed, the child leads a process group of
+ * other descriptor from 3 up but the `kept` is closed, the child leads a process group of
  * its own, its signal mask is empty and every disposition is the default.
  * Returns 0 in the child, the child's pid in the parent, -1 on failure. */
-int xcallback_zygote_fork(int setup, int number);
+int xcallback_zygote_fork(int setup, int number, const int *kept, int kept_count);
 
 /* pidfd_send_signal: to the process behind `pidfd`, or with `group` to the
  * process group it leads (Linux 6.9). By the process, not its number, so

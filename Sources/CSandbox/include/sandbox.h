@@ -100,6 +100,30 @@ typedef struct {
 int xcallback_build_view(const xcallback_view_entry *entries, int count, const char *scratch, uint64_t scratch_bytes,
                          int scratch_exec, uint32_t owner, uint32_t group, char *failure, unsigned long failure_size);
 
+/* The common part of every worker's view, built once (view_template.c):
+ * `entries` bound into a read-only tmpfs root in a mount namespace of its
+ * own, which this process keeps. A worker forked afterwards builds its view
+ * from it (xcallback_build_view does, when it can) instead of whole. Root
+ * only (else -1, EPERM: each worker builds its whole view); call while
+ * single-threaded. */
+int xcallback_view_template_make(const xcallback_view_entry *entries, int count, char *failure,
+                                 unsigned long failure_size);
+
+/* Whether this process holds a template. */
+int xcallback_view_template_ready(void);
+
+/* Whether xcallback_build_view would build a view of `entries` from the
+ * template (and so needs no mount namespace entered first). */
+int xcallback_view_template_usable(const xcallback_view_entry *entries, int count);
+
+/* The template's descriptors (up to `capacity`), which a fork that closes
+ * every other descriptor must keep. Returns how many. */
+int xcallback_view_template_descriptors(int *descriptors, int capacity);
+
+/* Forgets the template and closes its descriptors: a worker does before
+ * any plug-in code runs (building its view from it does too). */
+void xcallback_view_template_release(void);
+
 /* Becomes `uid`:`gid` with no supplementary groups, after emptying the
  * capability bounding and ambient sets (a root host's worker: it keeps no
  * capability in the initial user namespace), and asks again for SIGKILL

@@ -108,6 +108,9 @@ public enum WorkerMain {
             }
             close(supervisorDescriptor)
         }
+        // A forked worker holds the zygote's file-view template until here
+        // (building its view from it lets it go): never the plug-in's.
+        FileViewTemplate.release()
         let writer: any FrameOutput & Sendable = progress.map { WorkerOutbox(page: $0, descriptor: socket) { _exit(0) } }
             ?? BufferedWriter(descriptor: socket) { _exit(0) }
         let send: @Sendable (WorkerFrame) -> Void = { frame in writer.append { frame.encode(into: &$0) } }

@@ -65,6 +65,8 @@ public enum WorkerZygote {
         // most plug-ins declare nothing, and their workers then load it
         // compiled (a grant's own is built in its worker, as before).
         for fileView in [false, true] { SystemCallPolicy.prepare(for: .default, fileView: fileView) }
+        // And the part of the file view every worker shares (a root host's).
+        FileViewTemplate.prepare()
         let plan = SandboxPlan(capabilities: .default, scratch: "/nonexistent", pluginPath: "/nonexistent/lib.so", strict: false)
         _ = WorkerMain.Arguments(["/nonexistent/lib.so", "--parent", "1", "--host", "1", WorkerMain.allowInsecureFlag,
                                   WorkerMain.sandboxOption, plan.encoded])
@@ -141,7 +143,8 @@ public enum WorkerZygote {
         // fork is safe only while this is the one thread: the child gets a
         // copy of every lock, and no other thread to release one.
         guard xcallback_thread_count() == 1 else { return .failure(.init(code: EDEADLK)) }
-        let pid = xcallback_zygote_fork(setup, setupDescriptor)
+        let kept = FileViewTemplate.descriptors
+        let pid = xcallback_zygote_fork(setup, setupDescriptor, kept, Int32(kept.count))
         if pid == 0 { _exit(runChild(runWorker)) }
         if pid < 0 { return .failure(.init(code: errno)) }
         // Taken before anything could reap it: the child is ours until we do.
@@ -184,7 +187,10 @@ public enum WorkerZygote {
         guard let numbers = message.words(), numbers.count == Int(count),
               let arguments = message.strings(), let environment = message.strings() else { return 127 }
         let placed = numbers.map { Int32(bitPattern: $0) }
-        guard xcallback_place_descriptors(descriptors, placed, count) == 0 else { return 127 }
+        // The file view's template stays until the worker's sandbox is up
+        // (`WorkerMain` forgets it before any plug-in code runs).
+        let kept = FileViewTemplate.descriptors
+        guard xcallback_place_descriptors(descriptors, placed, count, kept, Int32(kept.count)) == 0 else { return 127 }
         clearenv()
         for variable in environment { putenv(strdup(variable)) }
         // ps shows what it is, as for a worker the host executes.
