@@ -251,12 +251,28 @@ static int in_template(const xcallback_view_entry *entry) {
     return 0;
 }
 
+/* Whether `path` is `ancestor` or lies beneath it. */
+static int beneath(const char *path, const char *ancestor) {
+    size_t length = strlen(ancestor);
+    if (length == 1 && ancestor[0] == '/') return 1;
+    return strncmp(path, ancestor, length) == 0 && (path[length] == 0 || path[length] == '/');
+}
+
 int xcallback_view_template_usable(const xcallback_view_entry *entries, int count) {
     if (template_.namespace_fd < 0) return 0;
-    /* A grant of the whole root would lie beneath the template's root,
-     * not on it: that view is built whole. */
     for (int i = 0; i < count; i++) {
-        if (strcmp(entries[i].path, "/") == 0) return 0;
+        if (in_template(&entries[i])) continue;
+        /* A worker's own entry above one of the template's (a grant of /dev
+         * or /etc) would cover it, where a view built whole binds the inner
+         * one on top: that view is built whole. */
+        for (int j = 0; j < template_.count; j++) {
+            if (beneath(template_.entries[j].path, entries[i].path)) return 0;
+        }
+        /* A symlink made again would be made in the template's root, for
+         * every worker to come: built whole, in a root of its own. */
+        struct stat info;
+        if (!(entries[i].kind & XCALLBACK_VIEW_FOLLOW) && lstat(entries[i].path, &info) == 0 && S_ISLNK(info.st_mode))
+            return 0;
     }
     return 1;
 }
@@ -335,25 +351,38 @@ int xcallback_view_build_from_template(const xcallback_view_entry *entries, int 
 
     /* In the host's namespace still: each source cloned, and its mount
      * point made in the template's root (shared by every worker, and
-     * empty: what a worker mounts there is its own). */
-    for (int i = 0; i < owned; i++) {
+     * empty: what a worker mounts there is its own). A mount point some
+     * earlier worker made of another kind (a folder where this one needs a
+     * file), or a symlink to make, and the template cannot serve this
+     * view: it is built whole, in a root of its own, as it was before. */
+    int whole = 0;
+    for (int i = 0; i < owned && !whole; i++) {
         if (resolved[i].refused) {
             errno = ELOOP;
             xcallback_view_fail(note, "a granted path runs through a symlink:", own[i].path);
             goto done;
         }
         if (!resolved[i].present) continue;
+        if (resolved[i].is_link) {
+            whole = 1;
+            break;
+        }
         int parent = xcallback_view_open_parent(template_.writable_root, own[i].path, last, sizeof last);
         if (parent < 0) {
-            xcallback_view_fail(note, "make the folders of", own[i].path);
-            goto done;
+            whole = 1;
+            break;
         }
         int point = -1;
         int made = xcallback_view_make_point(note, parent, last, own[i].path, &resolved[i], &point);
         close(parent);
+        struct stat placed, source;
+        int fits = made == 0 && point >= 0 && fstat(point, &placed) == 0 && fstat(resolved[i].source, &source) == 0
+            && S_ISDIR(placed.st_mode) == S_ISDIR(source.st_mode);
         if (point >= 0) close(point);
-        if (made != 0) goto done;
-        if (resolved[i].is_link) continue;
+        if (!fits) {
+            whole = 1;
+            break;
+        }
         trees[i] = clone_tree(resolved[i].source, AT_RECURSIVE_);
         if (trees[i] < 0) {
             xcallback_view_fail(note, "clone", own[i].path);
@@ -373,15 +402,22 @@ int xcallback_view_build_from_template(const xcallback_view_entry *entries, int 
             goto done;
         }
     }
-    int parent = xcallback_view_open_parent(template_.writable_root, scratch, last, sizeof last);
-    if (parent < 0) {
-        xcallback_view_fail(note, "make the folders of", scratch);
-        goto done;
+    if (!whole) {
+        int parent = xcallback_view_open_parent(template_.writable_root, scratch, last, sizeof last);
+        int made = parent >= 0 && (mkdirat(parent, last, 0700) == 0 || errno == EEXIST) ? 0 : -1;
+        if (parent >= 0) close(parent);
+        if (made != 0) whole = 1;
     }
-    int made = mkdirat(parent, last, 0700) == 0 || errno == EEXIST ? 0 : -1;
-    close(parent);
-    if (made != 0) {
-        xcallback_view_fail(note, "mkdir", scratch);
+    if (whole) {
+        for (int i = 0; i < owned; i++) {
+            if (resolved[i].source >= 0) close(resolved[i].source);
+            if (trees[i] >= 0) close(trees[i]);
+            resolved[i].source = trees[i] = -1;
+        }
+        if (note->text && note->size) note->text[0] = 0;
+        result = unshare(CLONE_NEWNS) == 0
+            ? xcallback_view_build_whole(entries, count, scratch, scratch_bytes, owner, group, note, NULL)
+            : xcallback_view_fail(note, "enter a mount namespace", NULL);
         goto done;
     }
     scratch_tree = scratch_tmpfs(scratch_bytes, owner, group);

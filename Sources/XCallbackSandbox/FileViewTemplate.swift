@@ -37,9 +37,17 @@ public enum FileViewTemplate {
     }
 
     /// What of a view is the same for every plug-in: all but its own folder
-    /// and `/proc/self` (each worker's own process).
+    /// and `/proc/self` (each worker's own process), and only folders and
+    /// devices. A file such as `/etc/ld.so.cache` or `/etc/localtime` is
+    /// replaced by a rename when it changes (ldconfig, a new time zone):
+    /// bound once, the template would show every later worker the old one.
     static func commonEntries(of view: FileView, pluginFolder: String) -> [(path: String, kind: Int32)] {
-        view.entries.filter { $0.path != pluginFolder && $0.path != "/proc/self" }
+        view.entries.filter { entry in
+            var info = stat()
+            guard entry.path != pluginFolder, entry.path != "/proc/self", stat(entry.path, &info) == 0 else { return false }
+            let type = info.st_mode & S_IFMT
+            return type == S_IFDIR || type == S_IFCHR
+        }
     }
 
     /// The descriptors a fork that closes all others must keep.

@@ -210,6 +210,30 @@ struct ContainmentTests {
         #expect(records.contains { $0.params["result"] == "3" })
     }
 
+    @Test("a grant above the template's folders, or of a symlink, gets a view built whole, and leaves the template as it was")
+    func grantsTheTemplateCannotServe() throws {
+        let outside = try Scratch()
+        let link = outside.file("link")
+        #expect(symlink("/root", link) == 0)
+        let fixture = try HostFixture(["Calculator"], isolation: "process")
+        try TestPlugin.build(ContainmentPlugin.name, source: ContainmentPlugin.source, into: fixture.plugins)
+        // /dev above the template's devices: bound over them (no-dev) it
+        // would hide them; a symlink would be made again in the template's
+        // root, for every later worker to find.
+        try Data("""
+            [files]
+            read = ["/dev", "\(link)"]
+            """.utf8).write(to: URL(fileURLWithPath: fixture.plugins + "/lib\(ContainmentPlugin.name).caps.toml"))
+        let paths = ["/dev/null", "/dev/urandom", link, "/etc/passwd"].joined(separator: ",")
+        let result = try fixture.run(["--output", "jsonl"], lines: [
+            "contain://x-callback-url/sees?paths=\(percentEncoded(paths))", "calc://x-callback-url/add?lhs=1&rhs=2",
+        ])
+        let records = try result.lines.map(Record.init(jsonLine:))
+        // The devices still work, the link is there, what it names is not.
+        #expect(records.first?.params["seen"] == "ww--", "\(result.stdout) \(result.stderr)")
+        #expect(records.last?.params["result"] == "3", "\(result.stdout) \(result.stderr)")
+    }
+
     @Test("a plug-in allowed the fewest descriptors still gets its whole view")
     func fewestDescriptors() throws {
         let fixture = try HostFixture(["Calculator"], isolation: "process")
