@@ -508,6 +508,11 @@ def startup(config):
         ("xcallback process · 100 plug-ins · exec", ["env", "XCALLBACK_WORKER_START=exec"]
          + host("process", GENERATED_PLUGINS), generated_line),
     ]
+    if config.baseline:
+        # Another build of xcallback (an older commit's release binary),
+        # in the same rounds: the ratio a change's start-up cost is judged by.
+        contenders.append(("baseline process · 100 plug-ins",
+                           [config.baseline] + host("process", GENERATED_PLUGINS)[1:], generated_line))
     rounds = {label: [] for label, _, _ in contenders}
     for _ in range(config.startup_reps):
         for label, command, line in contenders:
@@ -531,8 +536,13 @@ def startup(config):
     zygote_speedup = (rows["xcallback process · 100 plug-ins · exec"]["ready_median_ms"]
                       / rows["xcallback process · 100 plug-ins"]["ready_median_ms"])
     log("  100 plug-ins, executed / forked from the zygote: %.2fx" % zygote_speedup)
-    return {"rows": rows, "ratios_vs_cat": ratios, "sandbox_ms_per_worker": sandbox_ms,
-            "zygote_speedup": zygote_speedup}
+    result = {"rows": rows, "ratios_vs_cat": ratios, "sandbox_ms_per_worker": sandbox_ms,
+              "zygote_speedup": zygote_speedup}
+    if config.baseline:
+        result["vs_baseline"] = (rows["xcallback process · 100 plug-ins"]["ready_median_ms"]
+                                 / rows["baseline process · 100 plug-ins"]["ready_median_ms"])
+        log("  100 plug-ins, this build / %s: %.2fx" % (config.baseline, result["vs_baseline"]))
+    return result
 
 
 def one_startup(command, line):
@@ -926,6 +936,9 @@ def main():
                              "calc and 2,000 hard requests; what the tests run")
     parser.add_argument("--json", help="where to write the JSON (default Benchmarks/results/latest.json for a full "
                                         "run, latest-quick.json or latest-partial.json otherwise)")
+    parser.add_argument("--baseline", metavar="XCALLBACK",
+                        help="another xcallback binary (an older commit's release build) whose start-up of the "
+                             "100 generated plug-ins runs in the same rounds; the section reports the ratio")
     args = parser.parse_args()
     if args.check:
         return check_only(os.path.abspath(args.check))
@@ -941,6 +954,7 @@ def main():
         startup_reps=5 if quick else 15,
         route_lookups=200_000 if quick else 1_000_000,
         route_rounds=2 if quick else 5,
+        baseline=os.path.abspath(args.baseline) if args.baseline else None,
     )
     sections = [s.strip() for s in args.only.split(",") if s.strip()]
     if "memory" in sections and "throughput" not in sections:
