@@ -111,15 +111,17 @@ public enum WorkerSandbox {
         // set (the grant still decides whether any process may start).
         let processCeiling = capabilities.processes > 0 && plan.identity == nil && getuid() != 0
             ? tasksOfUser(getuid()) + capabilities.processes : nil
-        let view = plan.fileView ? FileView(plan: plan, loadedFrom: loadedFrom, mappedFolders: mappedFolders) : nil
-        // Built from the zygote's template, the view brings its own mount
-        // namespace: a copy of the host's made here would only be thrown
-        // away (and its teardown waits on the kernel).
-        layers += try enterNamespaces(Namespaces.wanted(by: capabilities), fileView: view.map { !$0.fromTemplate } ?? false)
-        if let view {
+        if plan.fileView {
+            let view = FileView(plan: plan, loadedFrom: loadedFrom, mappedFolders: mappedFolders)
+            // Built from the zygote's template, the view brings its own mount
+            // namespace: a copy of the host's made here would only be thrown
+            // away (and its teardown waits on the kernel).
+            layers += try enterNamespaces(Namespaces.wanted(by: capabilities), fileView: !view.fromTemplate)
             try view.build()
             if let library { try FileView.reopen(library.descriptor, at: library.path) }
             layers.append("file view")
+        } else {
+            layers += try enterNamespaces(Namespaces.wanted(by: capabilities), fileView: false)
         }
         // Landlock's rules open each path now, while the worker may still
         // pass through folders its new identity could not (a root host's
@@ -285,6 +287,9 @@ public enum WorkerSandbox {
     /// this process (the zygote) find them read already.
     public static func prepareForForking() {
         _ = mappedFolders
+        // Type metadata every worker's sandbox instantiates (the layers'
+        // names): built here once, not in each forked worker.
+        _ = Namespaces(rawValue: Int32(XCALLBACK_NAMESPACE_IPC | XCALLBACK_NAMESPACE_NETWORK)).names
     }
 
     /// The folders of every file mapped into this process, read once, before
