@@ -563,6 +563,16 @@ final class ChildProcess: @unchecked Sendable {
         state.wait(timeout: timeout) { predicate(String(decoding: state.stdoutBytes, as: UTF8.self)) }
     }
 
+    /// Waits until stdout's bytes, as they are, satisfy `predicate`; false
+    /// on timeout. For a test that follows a large output as it grows and
+    /// looks only at what is new each time: `waitForStdout(until:)` decodes
+    /// the whole output at every wake-up, under the lock the thread reading
+    /// the child's stdout needs, so that on a busy machine the child ends up
+    /// blocked on its full stdout pipe, waiting for the test.
+    func waitForStdoutBytes(timeout: Double = 10, until predicate: ([UInt8]) -> Bool) -> Bool {
+        state.wait(timeout: timeout) { predicate(state.stdoutBytes) }
+    }
+
     /// Waits until stderr, as text, satisfies `predicate`; false on timeout.
     func waitForStderr(timeout: Double = 10, until predicate: (String) -> Bool) -> Bool {
         state.wait(timeout: timeout) { predicate(String(decoding: state.stderrBytes, as: UTF8.self)) }

@@ -171,6 +171,29 @@ struct DeadlineTimerTests {
         #expect(fired.allSatisfy { $0.at >= $0.deadline })
     }
 
+    @Test("many requests added behind later ones (a stopped worker's lane expiring): deadline order, ties in the order added")
+    func manyOutOfOrder() async {
+        // Started once the queue is built: every deadline is past, so all
+        // are answered on its first look, in the queue's order.
+        let harness = Harness(start: false)
+        let base = Self.now - Self.hour
+        var expected: [(deadline: UInt64, id: UInt64)] = []
+        func add(_ id: UInt64, _ deadline: UInt64) {
+            harness.add(id, deadline: deadline)
+            expected.append((deadline, id))
+        }
+        for id in 0..<500 { add(UInt64(id), base + 1_000 + UInt64(id)) }
+        // Adopted ones, with older deadlines, some before every other entry.
+        for id in 500..<700 { add(UInt64(id), base + UInt64(id - 500) * 5) }
+        // Ties with entries already there: after them.
+        for id in 700..<710 { add(UInt64(id), base + 1_250) }
+        harness.timer.start()
+        let count = expected.count
+        let fired = await harness.expiries.waitAsync { $0.count >= count }
+        let order = expected.enumerated().sorted { ($0.element.deadline, $0.offset) < ($1.element.deadline, $1.offset) }
+        #expect(fired.map(\.id) == order.map(\.element.id))
+    }
+
     @Test("expireAll answers every unfinished request at once, whatever its deadline, and empties the queue")
     func expireAll() async {
         let harness = Harness(start: false)

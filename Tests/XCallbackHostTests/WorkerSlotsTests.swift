@@ -16,7 +16,7 @@ struct WorkerSlotsTests {
     /// The table calls its owner never; the lane's callers do.
     final class UnusedOwner: WorkerLaneOwner {
         func adopt(_ request: inout WorkerSlots.Request, started: UInt64, plugin: String,
-                   counts: PluginMetrics?) -> AdoptedRequest {
+                   counts: PluginMetrics?, shareSlot: Int) -> AdoptedRequest {
             Issue.record("WorkerSlots adopted a request by itself")
             return AdoptedRequest(call: HandlerCall { _ in },
                                   fields: RequestFields(url: "", scheme: "", source: nil, parameters: [], arguments: []),
@@ -31,7 +31,7 @@ struct WorkerSlotsTests {
         }
 
         func end(_ answer: Ending, ofSlot request: inout WorkerSlots.Request, counts: Unmanaged<PluginMetrics>?,
-                 sampler: LatencySampler) {
+                 sampler: LatencySampler, shareSlot: Int) {
             Issue.record("WorkerSlots ended a request by itself")
         }
     }

@@ -58,8 +58,22 @@ final class DeadlineTimer: Sendable {
 
     func add(_ request: PendingRequest) {
         state.withLock { state in
+            // Usually last: deadlines grow with time. A request adopted from
+            // a worker's lane keeps its older one (`handOver`), and when a
+            // stopped worker's lane expires thousands at once behind as many
+            // newer requests, walking back over them for each, under this
+            // lock, held the input threads that add for seconds: found by
+            // halves instead, after any of the same deadline.
             var index = state.queue.endIndex
-            while index > state.queue.startIndex, state.queue[index - 1].deadline > request.deadline { index -= 1 }
+            if index > state.queue.startIndex, state.queue[index - 1].deadline > request.deadline {
+                var low = state.queue.startIndex
+                var high = index - 1
+                while low < high {
+                    let middle = low + (high - low) / 2
+                    if state.queue[middle].deadline > request.deadline { high = middle } else { low = middle + 1 }
+                }
+                index = low
+            }
             state.queue.insert(request, at: index)
             if state.queue.count > 1024 && state.queue.count % 1024 == 0 {
                 let unfinished = state.queue.reduce(0) { $0 + ($1.isFinished ? 0 : 1) }

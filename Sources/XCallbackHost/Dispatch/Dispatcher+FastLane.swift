@@ -153,6 +153,10 @@ extension Dispatcher {
     private func takeOver(_ call: SynchronousCall, reply: xcallback_reply,
                           fineStarted: UInt64 = 0) -> (PendingRequest, HandlerCall) {
         let pending = generalRequest(for: call, fineStarted: fineStarted)
+        // From now on it may be held as long as the handler keeps its reply.
+        let slot = ShareSlots.slot(of: call.plugin)
+        call.outputSink.shares.chargeRunning(slot)
+        pending.charged(slot)
         let handlerCall = begin(pending, plugin: call.plugin, counts: metrics?.counts(of: call.plugin))
         handlerCall.whenAbandoned { HostAPI.replies.expire(reply) }
         return (pending, handlerCall)

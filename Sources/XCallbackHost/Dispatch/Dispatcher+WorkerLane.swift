@@ -23,18 +23,27 @@ extension Dispatcher: WorkerLaneOwner {
         func routed(_ callback: UnsafeBufferPointer<UInt8>?) -> Bool { callback.map(snapshot.routesScheme(of:)) ?? false }
         guard !routed(callbacks.success), !routed(callbacks.error), !routed(callbacks.cancel) else { return false }
         guard let worker = target.endpoint.currentWorker else { return false }
-        return worker.sendFast(handler: target.handler, line: line, parsed: lane.parsedLine, callbacks: callbacks,
-                               sequence: sequence, sink: sink, owner: self, counts: target.endpoint.counts)
+        // Refused (a plug-in that stalled, holding its most): `submit` says so.
+        guard sink.shares.charge(target.shareSlot) else { return false }
+        guard worker.sendFast(handler: target.handler, line: line, parsed: lane.parsedLine, callbacks: callbacks,
+                              sequence: sequence, sink: sink, owner: self, counts: target.endpoint.counts)
+        else {
+            sink.shares.release(target.shareSlot, answered: false)
+            return false
+        }
+        return true
     }
 
     /// Takes a request over from a worker's slot: from here on it is a
     /// pending request like any other, whose first route was tried.
     func adopt(_ request: inout WorkerSlots.Request, started: UInt64, plugin: String,
-               counts: PluginMetrics?) -> AdoptedRequest {
+               counts: PluginMetrics?, shareSlot: Int) -> AdoptedRequest {
         let pending = request.withLine { line in
             handOver(line: line, id: request.requestID, sequence: request.sequence, sink: request.sink!, started: started,
                      fineStarted: request.fineStarted)
         }
+        // Counted when the lane sent it (`submitToWorker`); ends as the pending one.
+        pending.charged(shareSlot)
         let call = begin(pending, plugin: plugin, counts: counts)
         inFlight.add(pending)
         return AdoptedRequest(call: call, fields: pending.fields(arguments: []), expire: { [self] in expire(pending) })
@@ -43,7 +52,7 @@ extension Dispatcher: WorkerLaneOwner {
     /// Ends a request in a worker's slot with the answer its reply thread
     /// read in place.
     func end(_ answer: Ending, ofSlot request: inout WorkerSlots.Request, counts: Unmanaged<PluginMetrics>?,
-             sampler: LatencySampler) {
+             sampler: LatencySampler, shareSlot: Int) {
         // The fields the ending reads, taken once: read through a pointer
         // to the slot, each read copied the whole slot (retaining its arrays).
         let sequence = request.sequence
@@ -57,7 +66,7 @@ extension Dispatcher: WorkerLaneOwner {
         request.callbacks.withUnsafeBufferPointer { callbacks in
             end(answer, of: SlotRequest(sequence: sequence, sink: sink, callbacks: callbacks, named: named,
                                         dispatcher: self, counts: counts, fineStartedAt: fineStarted,
-                                        sampler: sampler))
+                                        sampler: sampler, shareSlot: shareSlot))
         }
     }
 
@@ -67,10 +76,12 @@ extension Dispatcher: WorkerLaneOwner {
 
 /// What the worker's side needs of the dispatcher.
 protocol WorkerLaneOwner: AnyObject, Sendable {
-    func adopt(_ request: inout WorkerSlots.Request, started: UInt64, plugin: String, counts: PluginMetrics?)
-        -> AdoptedRequest
+    /// `shareSlot`: the plug-in's slot in the input's shares, which
+    /// counted every request its lane sent (`InputShares`).
+    func adopt(_ request: inout WorkerSlots.Request, started: UInt64, plugin: String, counts: PluginMetrics?,
+               shareSlot: Int) -> AdoptedRequest
     func end(_ answer: Ending, ofSlot request: inout WorkerSlots.Request, counts: Unmanaged<PluginMetrics>?,
-             sampler: LatencySampler)
+             sampler: LatencySampler, shareSlot: Int)
     func watch(_ worker: WorkerProcess)
     /// A new request id (`request_id`), taken only once the request is
     /// surely sent.
@@ -102,6 +113,8 @@ struct SlotRequest: EndingRequest {
     let counts: Unmanaged<PluginMetrics>?
     let fineStartedAt: UInt64
     unowned(unsafe) let sampler: LatencySampler
+    /// The worker's plug-in's slot in the input's shares (`InputShares`).
+    let shareSlot: Int
 
     /// None: the lane sends only requests whose records are urls
     /// (`submitToWorker`); a jsonl record, which shows the line, comes

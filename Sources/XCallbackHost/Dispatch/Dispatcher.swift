@@ -158,6 +158,16 @@ final class Dispatcher: SynchronousCallOwner, InFlightOwner, Sendable {
             finish(pending, HostError.notFound(message))
             return
         }
+        // A line's first route is counted in its input's shares (`InputShares`):
+        // a plug-in that stalled, holding its most, is refused at once.
+        if previous == nil && pending.hop == 0 && !match.value.endpoint.keepsOwnDeadlines {
+            let slot = match.value.shareSlot
+            guard pending.sink.shares.charge(slot) else {
+                finish(pending, HostError.unavailable(Self.stalledMessage(match.value.pluginName)))
+                return
+            }
+            pending.charged(slot)
+        }
         let fields = pending.fields(arguments: match.arguments.map { QueryParameter(name: $0.name, value: $0.value) })
         let call = begin(pending, plugin: match.value.pluginName, counts: match.value.endpoint.counts)
         // The built-in await keeps its own, longer deadline.
@@ -166,6 +176,12 @@ final class Dispatcher: SynchronousCallOwner, InFlightOwner, Sendable {
         // Answered before invoke returned (the common in-process case): take it
         // off the timer now, while it is hot, instead of at the next compaction.
         if previous == nil && pending.isFinished { inFlight.removeIfLast(pending) }
+    }
+
+    /// Why a stalled plug-in's request was refused (`InputShares`).
+    static func stalledMessage(_ plugin: String) -> String {
+        let seconds = Double(InputShares.stallPatience) / 1e9
+        return "plug-in '\(plugin)' has answered none of this input's requests for \(seconds) s and already holds \(InputShares.stalledCap) of them; the request was not run"
     }
 
     /// A lane's request joins the general path: from here on it is a

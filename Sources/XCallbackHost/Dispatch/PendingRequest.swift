@@ -34,6 +34,9 @@ final class PendingRequest: Sendable {
     let fineStarted: UInt64
 
     private let finished = Atomic<Bool>(false)
+    /// The slot of the plug-in its input's shares counted it for, -1 if
+    /// none did (`InputShares`): set before it is dispatched, read when it ends.
+    private let share = Atomic<Int>(-1)
     private let state: Lock<State>
 
     private struct State: @unchecked Sendable {
@@ -115,6 +118,10 @@ final class PendingRequest: Sendable {
             $0.currentCounts = counts
         }
     }
+
+    /// Its input's shares counted it for the plug-in in `slot`.
+    func charged(_ slot: Int) { share.store(slot, ordering: .releasing) }
+    var shareSlot: Int { share.load(ordering: .acquiring) }
 
     var currentPlugin: String? { state.withLock { $0.currentPlugin } }
     var currentCounts: PluginMetrics? { state.withLock { $0.currentCounts } }

@@ -24,6 +24,24 @@ enum Ending {
         }
     }
 
+    /// Whether the plug-in itself gave it, not the host in its place (a
+    /// `Timeout`, `PluginCrashed`, `PluginUnavailable`...): what ends a
+    /// plug-in's stall on an input (`InputShares`). A `ParameterError` the
+    /// host's side of the plug-in gave is an answer: the plug-in is there.
+    var isPluginAnswer: Bool {
+        switch self {
+        case .bytes: true
+        case .outcome(let outcome):
+            outcome.kind != .error || outcome.value("errorDomain") != Outcome.hostErrorDomain
+                || !Self.noAnswerCodes.contains(outcome.value("errorCode") ?? "")
+        }
+    }
+
+    /// The host's errors given in place of a plug-in's answer.
+    private static let noAnswerCodes: Set<String> = [
+        "Timeout", "PluginCrashed", "PluginUnavailable", "SandboxViolation", "MemoryLimit", "ShuttingDown",
+    ]
+
     var outcome: Outcome {
         switch self {
         case .outcome(let outcome): outcome
@@ -58,12 +76,17 @@ protocol EndingRequest {
     var fineStarted: UInt64 { get }
     /// Tells the sampler that gave the fine start what the request took.
     func timed(_ nanoseconds: UInt64, by dispatcher: Dispatcher)
+    /// The slot of the plug-in its input's shares counted it for
+    /// (`InputShares`), or -1 if they did not count it.
+    var shareSlot: Int { get }
 }
 
 extension Dispatcher {
     /// Ends `request` with `answer`: the next hop of a chain when the
     /// callback goes to one of the host's own schemes, else its one record.
     func end(_ answer: Ending, of request: some EndingRequest) {
+        let shareSlot = request.shareSlot
+        if shareSlot >= 0 { request.sink.shares.release(shareSlot, answered: answer.isPluginAnswer) }
         request.withCallback(for: answer.kind) { callback in
             if let callback, request.routesScheme(of: callback) {
                 if let pending = request.claimedForChain() {
@@ -110,6 +133,7 @@ struct UnroutedRequest: EndingRequest {
 
     func routesScheme(of callback: UnsafeBufferPointer<UInt8>) -> Bool { false }
     func claimedForChain() -> PendingRequest? { nil }
+    var shareSlot: Int { -1 }
 }
 
 /// A request on the general path, claimed by whatever ended it.
@@ -128,6 +152,7 @@ struct GeneralRequest: EndingRequest {
 
     func routesScheme(of callback: UnsafeBufferPointer<UInt8>) -> Bool { registry.routesScheme(of: callback) }
     func claimedForChain() -> PendingRequest? { pending }
+    var shareSlot: Int { pending.shareSlot }
 }
 
 /// A request an input stream's fast lane ran in this process: its line is
@@ -156,6 +181,9 @@ struct LaneRequest: EndingRequest {
     let counts: Unmanaged<PluginMetrics>?
 
     var sequence: UInt64 { call.sequence }
+    /// Not counted: the lane runs the handler while the input waits, so
+    /// nothing of it piles up (one that keeps its reply is, once promoted).
+    var shareSlot: Int { -1 }
     var input: String { dispatcher.keepsInput ? String(decoding: call.line, as: UTF8.self) : "" }
 
     func withCallback<R>(for kind: OutcomeKind, _ body: (UnsafeBufferPointer<UInt8>?) -> R) -> R {

@@ -49,10 +49,13 @@ final class RouteSnapshot: Sendable {
     final class WorkerRoute: Sendable {
         let endpoint: WorkerEndpoint
         let handler: Int
+        /// The plug-in's slot in each input's shares (`ShareSlots`).
+        let shareSlot: Int
 
-        init(endpoint: WorkerEndpoint, handler: Int) {
+        init(endpoint: WorkerEndpoint, handler: Int, shareSlot: Int) {
             self.endpoint = endpoint
             self.handler = handler
+            self.shareSlot = shareSlot
         }
     }
 
@@ -77,7 +80,9 @@ final class RouteSnapshot: Sendable {
         var schemes = RoutedSchemes([])
         for (pattern, target) in table.routes {
             schemes.insert(pattern.scheme)
-            workers.append((target.endpoint as? WorkerEndpoint).map { WorkerRoute(endpoint: $0, handler: target.handlerIndex) })
+            workers.append((target.endpoint as? WorkerEndpoint).map {
+                WorkerRoute(endpoint: $0, handler: target.handlerIndex, shareSlot: target.shareSlot)
+            })
             guard let endpoint = target.endpoint as? InProcessEndpoint,
                   case .native(let handler) = endpoint.plugin.registrations[target.handlerIndex].handler
             else {

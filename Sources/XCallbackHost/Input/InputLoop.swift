@@ -27,14 +27,16 @@ final class InputLoop: Sendable {
         }
         self.reader = box
         let lane = dispatcher.makeLane()
+        let stalled = StalledView()
         loop = HandoffLoop(
-            read: { [counter, sink] in
+            read: { [counter, sink, stalled] in
                 let sent = counter.value.load(ordering: .relaxed)
-                if sent >= Self.maxInFlight && sent - sink.emittedCount >= Self.maxInFlight {
-                    BatchingThread.flushDeferred()
-                    // Until half the window has drained: one wake-up per
-                    // 2,048 records, not one per record.
-                    _ = sink.waitForEmitted(sent - Self.maxInFlight / 2, deadline: nil)
+                // Only while requests pile up: a quarter of the window.
+                if sent >= Self.lookFrom {
+                    let outstanding = sent - sink.emittedCount
+                    if outstanding >= Self.lookFrom {
+                        Self.keepWindow(sent: sent, outstanding: outstanding, sink: sink, stalled: stalled)
+                    }
                 }
                 // And no more than as many records waiting for a socket
                 // client that is not reading.
@@ -73,6 +75,43 @@ final class InputLoop: Sendable {
 
     private let reader: UncheckedReader
 
+    /// From this many requests in flight, the input looks at its plug-ins'
+    /// shares (`InputShares`): every 32 lines, so that the stall clock of
+    /// a plug-in that stopped answering has started well before its
+    /// requests could fill the window.
+    static let lookFrom: UInt64 = maxInFlight / 4
+
+    /// Waits while the window is full: until half of it has drained (one
+    /// wake-up per 2,048 records, not one per record), not counting the
+    /// requests of plug-ins that have stalled (`InputShares`), which leave
+    /// the window to the others. With `--keep-order` a stalled plug-in's
+    /// requests count all the same: the records behind its oldest would
+    /// wait for it anyway, in memory, so reading on would only grow that.
+    private static func keepWindow(sent: UInt64, outstanding: UInt64, sink: OutputSink, stalled: StalledView) {
+        guard outstanding >= maxInFlight else {
+            if sent & 31 == 0 && !sink.keepOrder { stalled.look(at: sink.shares, now: MonotonicClock.coarseNow) }
+            return
+        }
+        BatchingThread.flushDeferred()
+        guard !sink.keepOrder else {
+            _ = sink.waitForEmitted(sent - maxInFlight / 2, deadline: nil)
+            return
+        }
+        while true {
+            // While a plug-in has stalled the window stays full, and this
+            // runs for every line: the slots are looked over once a tick.
+            let now = MonotonicClock.coarseNow
+            if now != stalled.lookedAt { stalled.look(at: sink.shares, now: now) }
+            let excluded = sink.shares.held(in: stalled.slots)
+            // Outstanding, not counting the stalled: room once under the window.
+            guard sent - min(sent, excluded) >= maxInFlight + sink.emittedCount else { return }
+            let target = sent - excluded - maxInFlight / 2
+            // Looked at again a few times within the patience: a plug-in
+            // that stops answering is seen to have stalled soon after.
+            if sink.waitForEmitted(target, deadline: MonotonicClock.now + InputShares.stallPatience / 4) { return }
+        }
+    }
+
     func start() { loop.start() }
 
     /// Whether a stop dropped a line its writer had not finished.
@@ -107,6 +146,19 @@ final class InputLoop: Sendable {
 private final class UncheckedReader: @unchecked Sendable {
     let reader: LineReader
     init(_ reader: LineReader) { self.reader = reader }
+}
+
+/// The plug-ins `keepWindow` last found stalled, and when (coarse ns).
+/// Touched only by the thread that owns the input (ownership moves with
+/// `HandoffLoop`'s atomics, which order it).
+private final class StalledView: @unchecked Sendable {
+    var slots: [Int] = []
+    var lookedAt: UInt64 = 0
+
+    func look(at shares: InputShares, now: UInt64) {
+        slots = shares.stalledSlots(now: now)
+        lookedAt = now
+    }
 }
 
 /// Whether a stop's grace period is over, shared by the loop's closures.

@@ -42,6 +42,8 @@ final class OutputSink: Sendable {
     /// flight, and the lock is the one every record takes). `run --metrics`
     /// reads both at a scrape (`input`).
     let stream = StreamCounts()
+    /// What each plug-in holds of this input's requests (`InputShares`).
+    let shares = InputShares()
 
     /// A sink writing to `descriptor` (stdout); `onClosed` runs when its
     /// reader is gone.

@@ -19,6 +19,9 @@ import Musl
 final class WorkerProcess: Sendable {
     let pid: pid_t
     let ready: Ready
+    /// Its plug-in's slot in each input's shares (`ShareSlots`), which
+    /// count every request its lane takes.
+    let shareSlot: Int
     private let socket: Int32
     /// Which requests the worker began; nil if the page could not be made
     /// (then every request in flight at a crash counts as begun).
@@ -107,6 +110,7 @@ final class WorkerProcess: Sendable {
         self.groupWatched = ConditionLock(true)
         self.reader = UncheckedFrameReader(reader)
         self.ready = ready
+        shareSlot = ShareSlots.slot(of: ready.info.name)
         self.writer = WorkerRequestWriter(descriptor: socket, onResumed: { [writerResumed] in writerResumed.withLock { $0 }?() })
     }
 
@@ -536,7 +540,7 @@ extension WorkerProcess {
             let base = payload.baseAddress!.assumingMemoryBound(to: UInt8.self)
             answerParameters.parameters.withUnsafeBufferPointer { parameters in
                 slots.owner.end(.bytes(answer, parameters: parameters, in: base), ofSlot: &request,
-                                counts: slots.unretainedCounts, sampler: slots.sampler)
+                                counts: slots.unretainedCounts, sampler: slots.sampler, shareSlot: shareSlot)
             }
         }
         guard written != nil else { return .decode }
@@ -550,7 +554,8 @@ extension WorkerProcess {
     private func adoptOne(_ id: UInt64) -> AdoptedRequest? {
         guard let slots = lane.load() else { return nil }
         return slots.take(id) { request, _ in
-            slots.owner.adopt(&request, started: slots.started(id), plugin: ready.info.name, counts: slots.counts)
+            slots.owner.adopt(&request, started: slots.started(id), plugin: ready.info.name, counts: slots.counts,
+                              shareSlot: shareSlot)
         }
     }
 
@@ -562,7 +567,7 @@ extension WorkerProcess {
         return slots.takeAll(startedBefore: cutoff) { request, returned in
             (request.id, (request.handler, returned,
                           slots.owner.adopt(&request, started: slots.started(request.id), plugin: ready.info.name,
-                                            counts: slots.counts)))
+                                            counts: slots.counts, shareSlot: shareSlot)))
         }
     }
 
