@@ -45,6 +45,9 @@ public struct OutcomeReader {
                 if transaction >= horizon || !safeStill { givenPastCursor[outcome.cursor.position] = transaction }
             }
             if !fresh.isEmpty { try body(fresh) }
+            // Everything up to `safe` is given: a pass cut short by a lost
+            // connection resumes after it, repeating nothing.
+            cursor = safe
             guard page.count == pageSize, let last = page.last else { break }
             scan = last.cursor
         }

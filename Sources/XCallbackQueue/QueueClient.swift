@@ -49,9 +49,10 @@ public final class QueueClient: Sendable {
         } catch let error as QueueError {
             throw error
         } catch let failure as ConnectFailure {
-            throw QueueError(failure.description)
+            throw QueueError(failure.description, connectionLost: failure.mayPass)
         } catch {
-            throw QueueError("queue at \(location): \(QueueError.describe(error))")
+            throw QueueError("queue at \(location): \(QueueError.describe(error))",
+                             connectionLost: QueueError.isConnectionLoss(error))
         }
     }
 

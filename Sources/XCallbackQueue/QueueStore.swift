@@ -17,89 +17,26 @@ struct QueueStore: Sendable {
 
     // MARK: enqueue
 
-    /// Inserts a batch; returns each line's request id, in order. Ids
-    /// follow line order. A line whose key was seen before gets that
-    /// request's id and is not inserted.
+    /// Inserts a batch through the schema's `enqueue` function (which
+    /// draws the ids and checks the lines again: QueueFunctions); returns
+    /// each line's request id, in order. Ids follow line order. A line
+    /// whose key was seen before gets that request's id and is not inserted.
     func enqueue(_ lines: [EnqueueLine], maxAttempts: Int, on connection: PostgresConnection) async throws -> [Int64] {
-        try await connection.withTransaction(logger: logger) { connection in
-            // Keys seen before, in this batch or ever.
-            var keyIDs: [String: Int64] = [:]
-            let keys = Array(Set(lines.compactMap(\.key))).sorted()
-            if !keys.isEmpty {
-                let rows = try await connection.query(
-                    "SELECT key, request_id FROM \(unescaped: s).request_keys WHERE key = ANY(\(keys)::text[])",
-                    logger: logger)
-                for try await (key, id) in rows.decode((String, Int64).self) { keyIDs[key] = id }
-            }
-            // One new id per line that is new (unkeyed, or its key's first line), in line order.
-            var fresh: [Int] = []
-            var firstOfKey = Set<String>()
-            for (index, line) in lines.enumerated() {
-                if let key = line.key {
-                    if keyIDs[key] == nil && firstOfKey.insert(key).inserted { fresh.append(index) }
-                } else {
-                    fresh.append(index)
-                }
-            }
-            var ids = [Int64](repeating: 0, count: lines.count)
-            if !fresh.isEmpty {
-                let rows = try await connection.query(
-                    "SELECT nextval('\(unescaped: s).request_ids') FROM generate_series(1, \(fresh.count))",
-                    logger: logger)
-                var allocated: [Int64] = []
-                for try await id in rows.decode(Int64.self) { allocated.append(id) }
-                allocated.sort()
-                for (index, id) in zip(fresh, allocated) { ids[index] = id }
-            }
-            // Keys in sorted order, so enqueuers racing on the same keys wait
-            // for each other instead of deadlocking; a key another enqueuer
-            // took meanwhile keeps its id, and this line is not inserted.
-            var inserted = Set(fresh)
-            let newKeys = fresh.compactMap { index in lines[index].key.map { ($0, ids[index]) } }.sorted { $0.0 < $1.0 }
-            if !newKeys.isEmpty {
-                let rows = try await connection.query("""
-                    INSERT INTO \(unescaped: s).request_keys (key, request_id)
-                    SELECT key, id FROM unnest(\(newKeys.map(\.0))::text[], \(newKeys.map(\.1))::int8[]) AS t(key, id)
-                    ORDER BY key
-                    ON CONFLICT (key) DO NOTHING RETURNING key
-                    """, logger: logger)
-                var taken = Set<String>()
-                for try await key in rows.decode(String.self) { taken.insert(key) }
-                let lost = newKeys.map(\.0).filter { !taken.contains($0) }
-                if !lost.isEmpty {
-                    let rows = try await connection.query(
-                        "SELECT key, request_id FROM \(unescaped: s).request_keys WHERE key = ANY(\(lost)::text[])",
-                        logger: logger)
-                    for try await (key, id) in rows.decode((String, Int64).self) { keyIDs[key] = id }
-                    inserted = inserted.filter { lines[$0].key.map { !lost.contains($0) } ?? true }
-                }
-                for (key, id) in newKeys where taken.contains(key) { keyIDs[key] = id }
-            }
-            for (index, line) in lines.enumerated() {
-                if let key = line.key { ids[index] = keyIDs[key] ?? 0 }
-            }
-            let rows = inserted.sorted()
-            if !rows.isEmpty {
-                try await connection.query("""
-                    INSERT INTO \(unescaped: s).requests (id, line, max_attempts)
-                    SELECT id, line, \(maxAttempts)
-                    FROM unnest(\(rows.map { ids[$0] })::int8[], \(rows.map { lines[$0].url })::text[]) AS t(id, line)
-                    """, logger: logger)
-                try await connection.query("SELECT pg_notify(\(channel), '')", logger: logger)
-            }
-            return ids
-        }
+        let rows = try await connection.query("""
+            SELECT \(unescaped: s).enqueue(\(lines.map(\.url))::text[], \(lines.map { $0.key ?? "" })::text[],
+                                          \(Int32(clamping: maxAttempts)))
+            """, logger: logger)
+        for try await ids in rows.decode([Int64].self) { return ids }
+        throw QueueError("enqueue returned no row")
     }
 
     // MARK: hosts and leases
 
-    /// Registers a host; its lease runs `lease` from now.
+    /// Registers a host, under this login (QueueFunctions); its lease runs
+    /// `lease` from now. Returns its id, drawn by the server.
     func register(name: String, lease: Duration, on connection: PostgresConnection) async throws -> Int64 {
-        let id = Int64.random(in: 1...Int64.max)
-        let rows = try await connection.query("""
-            INSERT INTO \(unescaped: s).hosts (id, name, expires_at)
-            VALUES (\(id), \(name), now() + make_interval(secs => \(lease.seconds))) RETURNING id
-            """, logger: logger)
+        let rows = try await connection.query(
+            "SELECT \(unescaped: s).register_host(\(name), \(lease.seconds))", logger: logger)
         for try await id in rows.decode(Int64.self) { return id }
         throw QueueError("registering the host returned no row")
     }
@@ -107,27 +44,18 @@ struct QueueStore: Sendable {
     /// Extends the host's lease; false when its row is gone (another host
     /// found it expired and returned its requests to the queue).
     func heartbeat(host: Int64, lease: Duration, on connection: PostgresConnection) async throws -> Bool {
-        let rows = try await connection.query("""
-            UPDATE \(unescaped: s).hosts SET expires_at = now() + make_interval(secs => \(lease.seconds))
-            WHERE id = \(host) RETURNING id
-            """, logger: logger)
-        for try await _ in rows.decode(Int64.self) { return true }
+        let rows = try await connection.query(
+            "SELECT \(unescaped: s).heartbeat(\(host), \(lease.seconds))", logger: logger)
+        for try await live in rows.decode(Bool.self) { return live }
         return false
     }
 
     /// Leaves: the host's row goes, and so does any lease it still holds
     /// (those requests run again elsewhere).
     func unregister(host: Int64, on connection: PostgresConnection) async throws -> Int {
-        try await connection.withTransaction(logger: logger) { connection in
-            let rows = try await connection.query("""
-                UPDATE \(unescaped: s).requests SET leased_by = NULL, alone = false WHERE leased_by = \(host) RETURNING id
-                """, logger: logger)
-            var released = 0
-            for try await _ in rows.decode(Int64.self) { released += 1 }
-            try await connection.query("DELETE FROM \(unescaped: s).hosts WHERE id = \(host)", logger: logger)
-            if released > 0 { try await connection.query("SELECT pg_notify(\(channel), '')", logger: logger) }
-            return released
-        }
+        let rows = try await connection.query("SELECT \(unescaped: s).unregister_host(\(host))", logger: logger)
+        for try await released in rows.decode(Int32.self) { return Int(released) }
+        return 0
     }
 
     /// Expired hosts are removed. Their requests go back to the queue as
@@ -136,30 +64,22 @@ struct QueueStore: Sendable {
     /// outcome. Returns (returned to the queue, dead).
     func rescue(recordedBy host: String, on connection: PostgresConnection) async throws -> (Int, Int) {
         try await connection.withTransaction(logger: logger) { connection in
-            try await connection.query(
-                "DELETE FROM \(unescaped: s).hosts WHERE expires_at < now()", logger: logger)
-            // Leases of hosts that are gone, however they went.
-            let orphaned = """
-                leased_by IS NOT NULL AND NOT EXISTS (SELECT 1 FROM \(s).hosts h WHERE h.id = leased_by)
-                """
-            let released = try await connection.query(PostgresQuery(unsafeSQL: """
-                UPDATE \(s).requests SET leased_by = NULL, suspect = true, strikes = strikes + alone::int, alone = false
-                WHERE \(orphaned) AND strikes + alone::int < max_attempts RETURNING id
-                """), logger: logger)
+            // The function returns to the queue what it may, and locks and
+            // returns the rest, out of strikes: dead, with an outcome written
+            // here and recorded by `record_dead`, which retires only such requests.
+            let rescued = try await connection.query(
+                "SELECT returned, dead_ids, dead_lines, dead_strikes FROM \(unescaped: s).rescue()", logger: logger)
             var returned = 0
-            for try await _ in released.decode(Int64.self) { returned += 1 }
-            // The rest are out of strikes: dead, with an outcome written here
-            // and recorded by `record_dead`, which retires only such requests.
-            let exhausted = try await connection.query(PostgresQuery(unsafeSQL: """
-                SELECT id, line, strikes + alone::int FROM \(s).requests WHERE \(orphaned) FOR UPDATE
-                """), logger: logger)
             var ids: [Int64] = [], outcomes: [String] = [], params: [String] = [], callbacks: [String] = []
-            for try await (id, line, strikes) in exhausted.decode((Int64, String, Int32).self) {
-                let record = DeadRequest.record(line: line, strikes: Int(strikes))
-                ids.append(id)
-                outcomes.append(record.outcome.kind.rawValue)
-                params.append(StoredParameters.encode(record.outcome.parameters))
-                callbacks.append(record.callback ?? "")
+            for try await (count, deadIDs, lines, strikes) in rescued.decode((Int32, [Int64], [String], [Int32]).self) {
+                returned = Int(count)
+                for (id, (line, strikes)) in zip(deadIDs, zip(lines, strikes)) {
+                    let record = DeadRequest.record(line: line, strikes: Int(strikes))
+                    ids.append(id)
+                    outcomes.append(record.outcome.kind.rawValue)
+                    params.append(StoredParameters.encode(record.outcome.parameters))
+                    callbacks.append(record.callback ?? "")
+                }
             }
             var dead = 0
             if !ids.isEmpty {
@@ -169,7 +89,6 @@ struct QueueStore: Sendable {
                     """, logger: logger)
                 for try await count in rows.decode(Int32.self) { dead = Int(count) }
             }
-            if returned > 0 { try await connection.query("SELECT pg_notify(\(channel), '')", logger: logger) }
             return (returned, dead)
         }
     }
@@ -211,24 +130,15 @@ struct QueueStore: Sendable {
 
     private func claim(limit: Int, host: Int64, lease: Duration, suspects: Bool,
                        on connection: PostgresConnection) async throws -> Claim {
-        let rows = try await connection.query("""
-            WITH live AS (
-                UPDATE \(unescaped: s).hosts SET expires_at = now() + make_interval(secs => \(lease.seconds))
-                WHERE id = \(host) AND expires_at > now() RETURNING id),
-            next AS (
-                SELECT id FROM \(unescaped: s).requests
-                WHERE leased_by IS NULL AND suspect = \(suspects) AND EXISTS (SELECT 1 FROM live)
-                ORDER BY id LIMIT \(limit) FOR UPDATE SKIP LOCKED),
-            claimed AS (
-                UPDATE \(unescaped: s).requests r
-                SET leased_by = \(host), attempt = r.attempt + 1, leased_at = now(), alone = \(suspects)
-                FROM next WHERE r.id = next.id
-                RETURNING r.id, r.line, r.attempt)
-            SELECT id, line, attempt, 0 FROM claimed
-            UNION ALL SELECT 0, '', 0, 1 WHERE NOT EXISTS (SELECT 1 FROM live)
-            UNION ALL SELECT 0, '', 0, 2 WHERE EXISTS (
-                SELECT 1 FROM \(unescaped: s).requests WHERE leased_by IS NULL AND suspect)
-            """, logger: logger)
+        let rows = suspects
+            ? try await connection.query("""
+                SELECT claimed_id, claimed_line, claimed_attempt, marker
+                FROM \(unescaped: s).claim_suspect(\(host), \(lease.seconds))
+                """, logger: logger)
+            : try await connection.query("""
+                SELECT claimed_id, claimed_line, claimed_attempt, marker
+                FROM \(unescaped: s).claim(\(host), \(Int32(clamping: limit)), \(lease.seconds))
+                """, logger: logger)
         var claim = Claim()
         for try await (id, line, attempt, marker) in rows.decode((Int64, String, Int32, Int32).self) {
             switch marker {
@@ -266,12 +176,9 @@ struct QueueStore: Sendable {
     func release(_ requests: [ClaimedRequest], on connection: PostgresConnection) async throws {
         guard !requests.isEmpty else { return }
         try await connection.query("""
-            UPDATE \(unescaped: s).requests r SET leased_by = NULL, attempt = r.attempt - 1, alone = false
-            FROM unnest(\(requests.map(\.id))::int8[], \(requests.map(\.attempt))::int4[], \(requests.map(\.host))::int8[])
-                AS f(id, attempt, host)
-            WHERE r.id = f.id AND r.attempt = f.attempt AND r.leased_by + 0 = f.host
+            SELECT \(unescaped: s).release(\(requests.map(\.id))::int8[], \(requests.map(\.attempt))::int4[],
+                                          \(requests.map(\.host))::int8[])
             """, logger: logger)
-        try await connection.query("SELECT pg_notify(\(channel), '')", logger: logger)
     }
 
     /// Records outcomes and retires their requests in one statement, for

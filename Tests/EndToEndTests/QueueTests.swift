@@ -53,22 +53,58 @@ struct QueueTests {
         #expect(try Self.status(queue) == ["ready": 0, "leased": 0, "done": 0, "dead": 0, "hosts": 0])
     }
 
-    @Test("queue init takes a schema at version 2 to 3, whose record_outcomes finds requests by primary key")
+    @Test("queue init takes a schema at version 2 to 4: record_outcomes finds requests by primary key, and writes go through functions")
     func migratesFromVersion2() throws {
         let queue = try TestPostgres.database()
         #expect(try xcallback(["queue", "init", queue]).status == .exited(0))
-        // Back to version 2: its record_outcomes (leased_by without + 0), and no row for 3.
+        // Back to version 2: no functions of version 4, no login column; its
+        // record_outcomes (leased_by without + 0); no rows for 3 and 4. A
+        // host row and a request waiting, left from before.
         let function = "xcallback.record_outcomes(int8[], int4[], int8[], text[], text[], text[], text)"
         _ = try TestPostgres.psql(queue, """
-            DO $$ BEGIN EXECUTE replace(pg_get_functiondef('\(function)'::regprocedure), 'leased_by + 0', 'leased_by'); END $$;
-            DELETE FROM xcallback.schema_migrations WHERE version = 3
+            DROP FUNCTION xcallback.register_host(text, float8), xcallback.heartbeat(int8, float8),
+                xcallback.claim(int8, int4, float8), xcallback.claim_suspect(int8, float8),
+                xcallback.release(int8[], int4[], int8[]), xcallback.unregister_host(int8), xcallback.rescue(),
+                xcallback.enqueue(text[], text[], int4);
+            DO $$ BEGIN EXECUTE regexp_replace(replace(pg_get_functiondef('\(function)'::regprocedure),
+                'leased_by + 0', 'leased_by'), '\\s*WHERE b.host IN \\(SELECT h.id FROM [^)]*\\)', ''); END $$;
+            ALTER TABLE xcallback.hosts DROP COLUMN login;
+            DELETE FROM xcallback.schema_migrations WHERE version >= 3;
+            INSERT INTO xcallback.hosts (id, name, expires_at) VALUES (7, 'old:1', now() + interval '1 hour');
+            INSERT INTO xcallback.requests (id, line, max_attempts) VALUES (nextval('xcallback.request_ids'), 'calc://x-callback-url/add?lhs=1&rhs=1', 3)
+            """)
+        // A host role of version 3's grants (cluster-wide: this process's own name).
+        let oldHost = "xcb_old_host_\(getpid())_\(UInt32.random(in: 0...UInt32.max))"
+        _ = try TestPostgres.psql(queue, """
+            CREATE ROLE \(oldHost) NOLOGIN;
+            GRANT USAGE ON SCHEMA xcallback TO \(oldHost);
+            GRANT SELECT ON ALL TABLES IN SCHEMA xcallback TO \(oldHost);
+            GRANT INSERT, DELETE, UPDATE (expires_at) ON xcallback.hosts TO \(oldHost);
+            GRANT UPDATE (leased_by, attempt, leased_at, alone, suspect, strikes) ON xcallback.requests TO \(oldHost);
+            GRANT USAGE ON SEQUENCE xcallback.request_ids TO \(oldHost)
             """)
         let source = "SELECT prosrc LIKE '%leased_by + 0%' FROM pg_proc WHERE oid = '\(function)'::regprocedure"
         #expect(try TestPostgres.psql(queue, source) == "f")
         let migrated = try xcallback(["queue", "init", queue])
-        #expect(migrated.status == .exited(0) && migrated.stdout.contains("applied 3"), "\(migrated.stdout)\(migrated.stderr)")
+        #expect(migrated.status == .exited(0) && migrated.stdout.contains("applied 3, 4"), "\(migrated.stdout)\(migrated.stderr)")
         #expect(try TestPostgres.psql(queue, source) == "t")
-        #expect(try TestPostgres.psql(queue, "SELECT max(version) FROM xcallback.schema_migrations") == "3")
+        #expect(try TestPostgres.psql(queue, "SELECT max(version) FROM xcallback.schema_migrations") == "4")
+        #expect(try TestPostgres.psql(queue, "SELECT login FROM xcallback.hosts WHERE id = 7") == "xcallback")
+        // That role writes nothing any more, even before the new grants are run; it still reads.
+        #expect(try TestPostgres.psql(queue, """
+            SELECT has_column_privilege('\(oldHost)', 'xcallback.requests', 'leased_by', 'UPDATE'),
+                   has_table_privilege('\(oldHost)', 'xcallback.hosts', 'INSERT'),
+                   has_table_privilege('\(oldHost)', 'xcallback.hosts', 'DELETE'),
+                   has_sequence_privilege('\(oldHost)', 'xcallback.request_ids', 'USAGE'),
+                   has_table_privilege('\(oldHost)', 'xcallback.requests', 'SELECT')
+            """) == "f|f|f|f|t")
+        // The queue works as before: the request left waiting is run.
+        let fixture = try HostFixture()
+        let host = try Self.startHost(fixture, queue, ["--output", "jsonl"])
+        #expect(host.waitForStdoutLines(1, timeout: 60), "\(host.stderr)")
+        host.send(signal: SIGTERM)
+        #expect(host.waitForExit(timeout: 30) == .exited(0), "\(host.stderr)")
+        #expect(try Self.status(queue)["done"] == 1)
     }
 
     @Test("a queue that was never initialised is an error that says how to create it")
