@@ -98,6 +98,11 @@ extension QueueSchema {
             END $$
             """,
             // As in migration 3, and only for leases of this login's hosts.
+            // A batch is numbered in request order (`ORDER BY d.id`), as
+            // `outcomes --since ID` reads it: the join on this login's hosts
+            // let the planner hash the batch, and all its rows, of one host,
+            // came out of one hash bucket last first (a fresh `hosts` table
+            // estimated bigger than the batch), numbered in reverse.
             """
             CREATE OR REPLACE FUNCTION \(s).record_outcomes(int8[], int4[], int8[], text[], text[], text[], text)
             RETURNS SETOF bigint LANGUAGE sql \(definer) AS $$
@@ -111,6 +116,7 @@ extension QueueSchema {
                 INSERT INTO \(s).outcomes (request_id, line, attempts, enqueued_at, outcome, params, callback, host)
                 SELECT d.id, d.line, d.attempt, d.enqueued_at, b.outcome, b.params, NULLIF(b.callback, ''), $7
                 FROM done d JOIN batch b ON b.id = d.id
+                ORDER BY d.id
                 ON CONFLICT (request_id) DO NOTHING
                 RETURNING request_id
             $$
@@ -135,6 +141,7 @@ extension QueueSchema {
                         (request_id, line, attempts, enqueued_at, outcome, params, callback, host, dead)
                     SELECT g.id, g.line, g.attempt, g.enqueued_at, b.outcome, b.params, NULLIF(b.callback, ''), $5, true
                     FROM gone g JOIN batch b ON b.id = g.id
+                    ORDER BY g.id
                     ON CONFLICT (request_id) DO NOTHING
                     RETURNING 1)
                 SELECT count(*)::integer FROM recorded

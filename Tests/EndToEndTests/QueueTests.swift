@@ -199,7 +199,12 @@ struct QueueTests {
         let queue = try TestPostgres.initializedDatabase()
         let fixture = try HostFixture()
         let host = try Self.startHost(fixture, queue)
-        let firstIDs = try Self.enqueue(queue, Self.additions(3)).lines
+        // `--since ID` starts after ID's outcome in recording order: the
+        // first is recorded alone, before the other two are enqueued (a
+        // batch recorded together could hold them in any transaction order).
+        let firstIDs = try Self.enqueue(queue, Self.additions(1)).lines
+        #expect(host.waitForStdoutLines(1, timeout: 30))
+        _ = try Self.enqueue(queue, Self.additions(2, from: 1))
         #expect(host.waitForStdoutLines(3, timeout: 30))
         let follower = try ChildProcess(["outcomes", "--queue", queue, "--follow", "--since", firstIDs[0], "--output", "jsonl"])
         #expect(follower.waitForStdoutLines(2, timeout: 30))
@@ -215,6 +220,26 @@ struct QueueTests {
         #expect(records.last?.contains(#""input":"calc://x-callback-url/add?lhs=100&rhs=1""#) == true, "\(records)")
         #expect(records.last?.contains(#""result":"101""#) == true)
         #expect(!records.contains { $0.contains("lhs=0&") })
+    }
+
+    @Test("the outcomes of one recorded batch are numbered in request order, whatever order the host gives them")
+    func batchNumberedInRequestOrder() throws {
+        // A fresh queue: `hosts` never analyzed, estimated bigger than the
+        // batch, so the planner hashes the batch and, before this order was
+        // asked for, numbered a batch of one host last first.
+        let queue = try TestPostgres.initializedDatabase()
+        _ = try Self.enqueue(queue, Self.additions(5))
+        // One psql call, one session: the host registers under this login.
+        let positions = try TestPostgres.psql(queue, """
+            SELECT set_config('test.host', xcallback.register_host('test:1', 60)::text, false);
+            SELECT count(*) FROM xcallback.claim(current_setting('test.host')::int8, 10, 60);
+            SELECT count(*) FROM xcallback.record_outcomes('{4,2,5,1,3}', '{1,1,1,1,1}',
+                array_fill(current_setting('test.host')::int8, ARRAY[5]), array_fill('success'::text, ARRAY[5]),
+                array_fill(''::text, ARRAY[5]), array_fill(''::text, ARRAY[5]), 'test:1');
+            SELECT string_agg(request_id::text, ',' ORDER BY recorded_by_xact, position) FROM xcallback.outcomes
+            """)
+        // psql prints each statement's result: the order is the last line.
+        #expect(positions.split(separator: "\n").last == "1,2,3,4,5", "\(positions)")
     }
 
     @Test("a database that cannot be reached at start is a clear error, non-zero, and never shows the password")
