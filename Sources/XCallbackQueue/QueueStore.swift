@@ -7,6 +7,16 @@ import XCallbackURL
 /// Every statement the queue runs, each a short transaction (docs/queue.md
 /// gives the rules they keep). `s` is the schema, checked to be a plain
 /// identifier by `QueueLocation`.
+///
+/// A host's statements answer in one row (arrays, aggregated by the
+/// server), however many requests they cover. PostgresNIO (1.33) traps
+/// when the server ends a connection while a result of many rows is still
+/// streaming and its reader has not asked for more: NIO then delivers
+/// the rest without a read, and its row stream's `channelReadComplete`
+/// fails a precondition ("How can we receive a body part, after a
+/// channelReadComplete, but no read has been forwarded yet") — a SIGILL
+/// that took down a host whose connections were being terminated, at
+/// its stop. A single row leaves nothing to stream.
 struct QueueStore: Sendable {
     let schema: String
     let logger: Logger
@@ -130,21 +140,27 @@ struct QueueStore: Sendable {
 
     private func claim(limit: Int, host: Int64, lease: Duration, suspects: Bool,
                        on connection: PostgresConnection) async throws -> Claim {
+        // In one row, as every answer of a host's (see the type's comment).
+        let answer = """
+            SELECT coalesce(array_agg(claimed_id) FILTER (WHERE marker = 0), '{}'),
+                   coalesce(array_agg(claimed_line) FILTER (WHERE marker = 0), '{}'),
+                   coalesce(array_agg(claimed_attempt) FILTER (WHERE marker = 0), '{}'),
+                   coalesce(bool_or(marker = 1), false), coalesce(bool_or(marker = 2), false)
+            """
         let rows = suspects
             ? try await connection.query("""
-                SELECT claimed_id, claimed_line, claimed_attempt, marker
-                FROM \(unescaped: s).claim_suspect(\(host), \(lease.seconds))
+                \(unescaped: answer) FROM \(unescaped: s).claim_suspect(\(host), \(lease.seconds))
                 """, logger: logger)
             : try await connection.query("""
-                SELECT claimed_id, claimed_line, claimed_attempt, marker
-                FROM \(unescaped: s).claim(\(host), \(Int32(clamping: limit)), \(lease.seconds))
+                \(unescaped: answer) FROM \(unescaped: s).claim(\(host), \(Int32(clamping: limit)), \(lease.seconds))
                 """, logger: logger)
         var claim = Claim()
-        for try await (id, line, attempt, marker) in rows.decode((Int64, String, Int32, Int32).self) {
-            switch marker {
-            case 1: claim.hostGone = true
-            case 2: claim.suspectsWaiting = true
-            default: claim.requests.append(ClaimedRequest(id: id, line: line, attempt: attempt, host: host))
+        for try await (ids, lines, attempts, gone, suspectsWaiting)
+            in rows.decode(([Int64], [String], [Int32], Bool, Bool).self) {
+            claim.hostGone = gone
+            claim.suspectsWaiting = suspectsWaiting
+            for (id, (line, attempt)) in zip(ids, zip(lines, attempts)) {
+                claim.requests.append(ClaimedRequest(id: id, line: line, attempt: attempt, host: host))
             }
         }
         claim.requests.sort { $0.id < $1.id }
@@ -159,13 +175,16 @@ struct QueueStore: Sendable {
     /// on its way is not among them.
     func held(by host: Int64, olderThan: Duration = .zero, on connection: PostgresConnection) async throws -> [ClaimedRequest] {
         let rows = try await connection.query("""
-            SELECT id, line, attempt FROM \(unescaped: s).requests
+            SELECT coalesce(array_agg(id ORDER BY id), '{}'), coalesce(array_agg(line ORDER BY id), '{}'),
+                   coalesce(array_agg(attempt ORDER BY id), '{}')
+            FROM \(unescaped: s).requests
             WHERE leased_by = \(host) AND leased_at <= now() - make_interval(secs => \(olderThan.seconds))
-            ORDER BY id
             """, logger: logger)
         var held: [ClaimedRequest] = []
-        for try await (id, line, attempt) in rows.decode((Int64, String, Int32).self) {
-            held.append(ClaimedRequest(id: id, line: line, attempt: attempt, host: host))
+        for try await (ids, lines, attempts) in rows.decode(([Int64], [String], [Int32]).self) {
+            for (id, (line, attempt)) in zip(ids, zip(lines, attempts)) {
+                held.append(ClaimedRequest(id: id, line: line, attempt: attempt, host: host))
+            }
         }
         return held
     }
@@ -186,13 +205,13 @@ struct QueueStore: Sendable {
     /// attempt). Returns the ids recorded; the others were fenced off.
     func record(_ outcomes: [FinishedRequest], host: String, on connection: PostgresConnection) async throws -> Set<Int64> {
         let rows = try await connection.query("""
-            SELECT \(unescaped: s).record_outcomes(
+            SELECT coalesce(array_agg(id), '{}') FROM \(unescaped: s).record_outcomes(
                 \(outcomes.map(\.id))::int8[], \(outcomes.map(\.attempt))::int4[], \(outcomes.map(\.host))::int8[],
                 \(outcomes.map(\.outcome))::text[], \(outcomes.map(\.params))::text[], \(outcomes.map(\.callback))::text[],
-                \(host))
+                \(host)) AS id
             """, logger: logger)
         var recorded = Set<Int64>()
-        for try await id in rows.decode(Int64.self) { recorded.insert(id) }
+        for try await ids in rows.decode([Int64].self) { recorded.formUnion(ids) }
         // Report nothing recorded that the server may still roll back.
         if !recorded.isEmpty { try await confirmCommit(on: connection) }
         return recorded
@@ -220,21 +239,24 @@ struct QueueStore: Sendable {
     /// process counts as this host).
     func fenced(_ ids: [Int64], host: Int64, name: String, on connection: PostgresConnection) async throws -> FencedRequests {
         let rows = try await connection.query("""
-            SELECT CASE WHEN o.request_id IS NOT NULL THEN 0 WHEN r.id IS NULL THEN 1 WHEN r.leased_by IS NULL THEN 2
-                        WHEN r.leased_by = \(host) OR h.name = \(name) THEN 3 ELSE 4 END
+            SELECT coalesce(array_agg(
+                CASE WHEN o.request_id IS NOT NULL THEN 0 WHEN r.id IS NULL THEN 1 WHEN r.leased_by IS NULL THEN 2
+                     WHEN r.leased_by = \(host) OR h.name = \(name) THEN 3 ELSE 4 END), '{}')
             FROM unnest(\(ids)::int8[]) AS f(id)
             LEFT JOIN \(unescaped: s).outcomes o ON o.request_id = f.id
             LEFT JOIN \(unescaped: s).requests r ON r.id = f.id
             LEFT JOIN \(unescaped: s).hosts h ON h.id = r.leased_by
             """, logger: logger)
         var fenced = FencedRequests()
-        for try await place in rows.decode(Int32.self) {
-            switch place {
-            case 0: fenced.recorded += 1
-            case 1: fenced.gone += 1
-            case 2: fenced.queued += 1
-            case 3: fenced.here += 1
-            default: fenced.elsewhere += 1
+        for try await places in rows.decode([Int32].self) {
+            for place in places {
+                switch place {
+                case 0: fenced.recorded += 1
+                case 1: fenced.gone += 1
+                case 2: fenced.queued += 1
+                case 3: fenced.here += 1
+                default: fenced.elsewhere += 1
+                }
             }
         }
         return fenced
@@ -244,7 +266,7 @@ struct QueueStore: Sendable {
     /// a lost connection, the ones whose transaction did commit.
     func alreadyRecorded(_ outcomes: [FinishedRequest], host: String, on connection: PostgresConnection) async throws -> Set<Int64> {
         let rows = try await connection.query("""
-            SELECT o.request_id FROM \(unescaped: s).outcomes o
+            SELECT coalesce(array_agg(o.request_id), '{}') FROM \(unescaped: s).outcomes o
             JOIN unnest(\(outcomes.map(\.id))::int8[], \(outcomes.map(\.attempt))::int4[]) AS f(id, attempt)
               ON o.request_id = f.id AND o.attempts = f.attempt
             WHERE o.host = \(host)
