@@ -272,39 +272,86 @@ struct QueueStore: Sendable {
             WHERE o.host = \(host)
             """, logger: logger)
         var recorded = Set<Int64>()
-        for try await id in rows.decode(Int64.self) { recorded.insert(id) }
+        for try await ids in rows.decode([Int64].self) { recorded.formUnion(ids) }
         return recorded
     }
 
     // MARK: reading and operations
 
     /// Up to `limit` committed outcomes after `cursor`, by recording
-    /// transaction then position, and the snapshot's horizon: every
-    /// transaction below it has ended, so no outcome below it can still
-    /// appear (see `OutcomeReader`).
+    /// transaction then position, and the snapshot's horizon: no outcome
+    /// of a transaction below it can still appear (see `OutcomeReader`).
+    ///
+    /// The horizon is the oldest transaction still running, as the
+    /// statement's snapshot sees it, that may write this database: one
+    /// that `pg_stat_activity` shows running in another database never
+    /// writes this queue, so it does not hold the horizon back (the
+    /// snapshot's own `xmin` is cluster-wide: a transaction left open in
+    /// another database held every follower back). One not found there
+    /// has ended since the snapshot, or is prepared: it holds the horizon
+    /// back for this read. Without any, the snapshot's `xmax`.
+    ///
+    /// In one row, as a host's answers (see the type's comment): a page of
+    /// `limit` outcomes, cut short after 256 MB of lines (at least one),
+    /// under the server's 1 GB for a value. `full`: the page was not the
+    /// last, whether cut short or not.
     func outcomes(after cursor: OutcomeCursor, limit: Int, on connection: PostgresConnection) async throws
-        -> (outcomes: [StoredOutcome], horizon: UInt64) {
+        -> (outcomes: [StoredOutcome], horizon: UInt64, full: Bool) {
         let rows = try await connection.query("""
-            SELECT o.recorded_by_xact::text AS xact, o.position, o.request_id, o.line, o.outcome, o.params,
-                   coalesce(o.callback, ''), o.attempts, o.dead, pg_snapshot_xmin(pg_current_snapshot())::text
-            FROM \(unescaped: s).outcomes o
-            WHERE (o.recorded_by_xact, o.position) > (\(cursor.transaction)::xid8, \(cursor.position))
-            ORDER BY o.recorded_by_xact, o.position LIMIT \(limit)
+            WITH horizon AS MATERIALIZED (
+                SELECT coalesce(
+                    (SELECT x FROM pg_snapshot_xip(pg_current_snapshot()) AS x
+                     WHERE NOT EXISTS (
+                         SELECT 1 FROM pg_stat_activity a
+                         WHERE a.backend_xid = xid(x)
+                           AND a.datid <> (SELECT d.oid FROM pg_database d WHERE d.datname = current_database()))
+                     ORDER BY x LIMIT 1),
+                    pg_snapshot_xmax(pg_current_snapshot()))::text AS xact),
+            read AS (
+                SELECT o.*, sum(octet_length(o.line) + octet_length(o.params) + coalesce(octet_length(o.callback), 0))
+                    OVER (ORDER BY o.recorded_by_xact, o.position) AS bytes
+                FROM (SELECT * FROM \(unescaped: s).outcomes o
+                      WHERE (o.recorded_by_xact, o.position) > (\(cursor.transaction)::xid8, \(cursor.position))
+                      ORDER BY o.recorded_by_xact, o.position LIMIT \(limit)) o),
+            page AS (
+                SELECT * FROM read r
+                WHERE r.bytes <= 268435456 OR (r.recorded_by_xact, r.position) = (
+                    SELECT f.recorded_by_xact, f.position FROM read f ORDER BY f.recorded_by_xact, f.position LIMIT 1))
+            SELECT coalesce(array_agg(p.recorded_by_xact::text ORDER BY p.recorded_by_xact, p.position), '{}'),
+                   coalesce(array_agg(p.position ORDER BY p.recorded_by_xact, p.position), '{}'),
+                   coalesce(array_agg(p.request_id ORDER BY p.recorded_by_xact, p.position), '{}'),
+                   coalesce(array_agg(p.line ORDER BY p.recorded_by_xact, p.position), '{}'),
+                   coalesce(array_agg(p.outcome ORDER BY p.recorded_by_xact, p.position), '{}'),
+                   coalesce(array_agg(p.params ORDER BY p.recorded_by_xact, p.position), '{}'),
+                   coalesce(array_agg(coalesce(p.callback, '') ORDER BY p.recorded_by_xact, p.position), '{}'),
+                   coalesce(array_agg(p.attempts ORDER BY p.recorded_by_xact, p.position), '{}'),
+                   coalesce(array_agg(p.dead ORDER BY p.recorded_by_xact, p.position), '{}'),
+                   (SELECT h.xact FROM horizon h),
+                   (SELECT count(*) FROM read) = \(limit) OR count(*) < (SELECT count(*) FROM read)
+            FROM page p
             """, logger: logger)
         var outcomes: [StoredOutcome] = []
         var horizon: UInt64 = 0
-        for try await (xact, position, id, line, outcome, params, callback, attempts, dead, xmin)
-            in rows.decode((String, Int64, Int64, String, String, String, String, Int32, Bool, String).self) {
-            horizon = UInt64(xmin) ?? 0
-            outcomes.append(StoredOutcome(
-                cursor: OutcomeCursor(transaction: xact, position: position), requestID: id, line: line,
-                kind: OutcomeKind(rawValue: outcome) ?? .error, params: params,
-                callback: callback.isEmpty ? nil : callback, attempts: Int(attempts), dead: dead))
+        var full = false
+        for try await (xacts, positions, ids, lines, kinds, params, callbacks, attempts, dead, safeBelow, more)
+            in rows.decode(([String], [Int64], [Int64], [String], [String], [String], [String], [Int32], [Bool], String, Bool).self) {
+            horizon = UInt64(safeBelow) ?? 0
+            full = more
+            // Arrays of one page, of one length; a shorter one is never indexed past.
+            let count = [xacts.count, positions.count, lines.count, kinds.count, params.count, callbacks.count,
+                         attempts.count, dead.count, ids.count].min() ?? 0
+            for index in 0..<count {
+                outcomes.append(StoredOutcome(
+                    cursor: OutcomeCursor(transaction: xacts[index], position: positions[index]), requestID: ids[index],
+                    line: lines[index], kind: OutcomeKind(rawValue: kinds[index]) ?? .error, params: params[index],
+                    callback: callbacks[index].isEmpty ? nil : callbacks[index], attempts: Int(attempts[index]),
+                    dead: dead[index]))
+            }
         }
-        return (outcomes, horizon)
+        return (outcomes, horizon, full)
     }
 
-    /// The cursor just before request `id`'s outcome, for `--since`.
+    /// The cursor of request `id`'s outcome, for `outcomes --after`.
     func cursor(before id: Int64, on connection: PostgresConnection) async throws -> OutcomeCursor? {
         let rows = try await connection.query("""
             SELECT recorded_by_xact::text AS xact, position FROM \(unescaped: s).outcomes WHERE request_id = \(id)

@@ -404,21 +404,24 @@ struct LineSplitter: Sequence, IteratorProtocol {
     }
 }
 
-/// `xcallback outcomes --queue URL [--follow] [--since ID]`.
+/// `xcallback outcomes --queue URL [--follow] [--after ID]`.
 struct OutcomesCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "outcomes",
         abstract: "Print a queue's recorded outcomes, in the record formats of `run`.",
         discussion: """
-            Records come in the order they were recorded. With --since ID, only those recorded after \
-            request ID's; with --follow, new ones as they are recorded, until SIGINT or SIGTERM.
+            Records come in the order they were recorded. With --after ID, only those recorded after \
+            request ID's; with --follow, new ones as they are recorded, until SIGINT or SIGTERM. A follower \
+            prints an outcome once no transaction that could come before it is still running, so \
+            --after the last ID it printed takes over from it with no outcome skipped or repeated.
             """)
 
     @Option(help: ArgumentHelp("The queue's database: a postgresql:// URL.", valueName: "url"))
     var queue: String
 
-    @Option(help: ArgumentHelp("Only outcomes recorded after request ID's outcome.", valueName: "id"))
-    var since: Int64?
+    @Option(name: [.customLong("after"), .customLong("since")],
+            help: ArgumentHelp("Only outcomes recorded after request ID's outcome (--since is the same).", valueName: "id"))
+    var after: Int64?
 
     @Flag(name: [.short, .long], help: "Keep printing outcomes as they are recorded.")
     var follow = false
@@ -440,9 +443,9 @@ struct OutcomesCommand: ParsableCommand {
         let client = try connecting.client(queue) { stopped.load(ordering: .acquiring) }
         defer { client.close() }
         var cursor = OutcomeCursor.start
-        if let since {
+        if let after {
             do {
-                cursor = try client.cursor(after: since)
+                cursor = try client.cursor(after: after)
             } catch {
                 if stopped.load(ordering: .acquiring) { return }
                 throw Failure.exit(error.message)
@@ -455,11 +458,14 @@ struct OutcomesCommand: ParsableCommand {
         var lostSince: ContinuousClock.Instant?
         while true {
             do {
-                try reader.pass { page in
+                let write = { (page: [StoredOutcome]) throws in
                     var bytes: [UInt8] = []
-                    for outcome in page { format.write(outcome.record, to: &bytes) }
+                    for outcome in page { Self.write(outcome, as: format, to: &bytes) }
                     if !RecordWrite.all(1, bytes) { throw ReaderGone() }
                 }
+                // Following, only what is safe to give (OutcomeReader); a
+                // listing, everything committed.
+                if follow { try reader.pass(write) } else { try reader.all(write) }
                 lostSince = nil
             } catch is ReaderGone {
                 readerGone = true
@@ -494,6 +500,16 @@ struct OutcomesCommand: ParsableCommand {
     }
 
     private struct ReaderGone: Error {}
+
+    /// `run`'s record; in jsonl led by the request's `id`, the one
+    /// `--after` takes (a callback URL has no room for it).
+    static func write(_ outcome: StoredOutcome, as format: OutputFormat, to bytes: inout [UInt8]) {
+        guard format == .jsonl else { return format.write(outcome.record, to: &bytes) }
+        var record: [UInt8] = []
+        format.write(outcome.record, to: &record)
+        bytes.append(contentsOf: #"{"id":\#(outcome.requestID),"#.utf8)
+        bytes.append(contentsOf: record.dropFirst())  // its own "{"
+    }
 
     /// Whether stdout's reader has gone without a write to find it out: a
     /// pipe whose read end is closed polls as POLLERR, a socket shut down
