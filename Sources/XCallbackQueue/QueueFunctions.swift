@@ -23,6 +23,16 @@ extension QueueSchema {
             // Existing rows belong to the login that migrates; hosts of an
             // older version are refused by the version check anyway.
             "ALTER TABLE \(s).hosts ADD COLUMN login text NOT NULL DEFAULT session_user",
+            // Suspects run beside fresh work, a few per host (`claim_beside`,
+            // `beside` while leased so); one whose host dies then, beside
+            // others, is to blame no more than they are, but runs alone from
+            // then on (`isolate`), as every suspect did before. One that took
+            // a strike already ran alone: it goes on so.
+            """
+            ALTER TABLE \(s).requests ADD COLUMN beside boolean NOT NULL DEFAULT false,
+                ADD COLUMN isolate boolean NOT NULL DEFAULT false
+            """,
+            "UPDATE \(s).requests SET isolate = true WHERE suspect AND strikes > 0",
             // The id is drawn here, random (see the table), never the caller's.
             """
             CREATE FUNCTION \(s).register_host(text, float8) RETURNS bigint
@@ -42,14 +52,15 @@ extension QueueSchema {
                 SELECT EXISTS (SELECT 1 FROM beat)
             $$
             """,
-            claim(s, suspects: false, definer: definer),
-            claim(s, suspects: true, definer: definer),
+            claim(s, .fresh, definer: definer),
+            claim(s, .beside, definer: definer),
+            claim(s, .alone, definer: definer),
             // Claimed, never started: the claim is undone, attempt included.
             // Each request found by its primary key (`+ 0`: migration 3).
             """
             CREATE FUNCTION \(s).release(int8[], int4[], int8[]) RETURNS void
             LANGUAGE sql \(definer) AS $$
-                UPDATE \(s).requests r SET leased_by = NULL, attempt = r.attempt - 1, alone = false
+                UPDATE \(s).requests r SET leased_by = NULL, attempt = r.attempt - 1, alone = false, beside = false
                 FROM unnest($1, $2, $3) AS f(id, attempt, host)
                 WHERE r.id = f.id AND r.attempt = f.attempt AND r.leased_by + 0 = f.host
                   AND f.host IN \(mine);
@@ -64,7 +75,7 @@ extension QueueSchema {
                 IF NOT EXISTS (SELECT 1 FROM \(s).hosts h WHERE h.id = host AND h.login = session_user) THEN
                     RETURN 0;
                 END IF;
-                UPDATE \(s).requests SET leased_by = NULL, alone = false WHERE leased_by = host;
+                UPDATE \(s).requests SET leased_by = NULL, alone = false, beside = false WHERE leased_by = host;
                 GET DIAGNOSTICS released = ROW_COUNT;
                 DELETE FROM \(s).hosts h WHERE h.id = host;
                 IF released > 0 THEN PERFORM pg_notify(\(channel), ''); END IF;
@@ -72,7 +83,8 @@ extension QueueSchema {
             END $$
             """,
             // Expired hosts go, their requests back to the queue as suspects
-            // (one leased alone takes a strike); those out of strikes are
+            // (one leased alone takes a strike; one leased beside others, as
+            // a suspect, runs alone from then on); those out of strikes are
             // locked and returned, for the caller to retire through
             // `record_dead` in the same transaction. Any host may rescue:
             // it only ever acts on hosts past their lease.
@@ -83,7 +95,8 @@ extension QueueSchema {
             BEGIN
                 DELETE FROM \(s).hosts h WHERE h.expires_at < now();
                 UPDATE \(s).requests r
-                SET leased_by = NULL, suspect = true, strikes = r.strikes + r.alone::int, alone = false
+                SET leased_by = NULL, suspect = true, strikes = r.strikes + r.alone::int,
+                    isolate = r.isolate OR r.alone OR r.beside, alone = false, beside = false
                 WHERE r.leased_by IS NOT NULL AND NOT EXISTS (SELECT 1 FROM \(s).hosts h WHERE h.id = r.leased_by)
                   AND r.strikes + r.alone::int < r.max_attempts;
                 GET DIAGNOSTICS returned = ROW_COUNT;
@@ -181,24 +194,41 @@ extension QueueSchema {
         ]
     }
 
-    /// `claim` leases up to `limit` waiting requests, oldest first;
-    /// `claim_suspect` one suspect, alone. Only for a live host of this
-    /// login, whose lease the claim extends. Rows: (id, line, attempt, 0)
-    /// per request claimed; (0, '', 0, 1) when the host's lease had run out;
-    /// (0, '', 0, 2) when suspects wait.
+    /// What a claim takes: waiting requests (`claim`), suspects once over,
+    /// beside them (`claim_beside`), or one suspect to run alone
+    /// (`claim_suspect`).
+    enum ClaimKind { case fresh, beside, alone }
+
+    /// `claim` leases up to `lim` waiting requests, oldest first;
+    /// `claim_beside` up to `lim` suspects to run beside other work;
+    /// `claim_suspect` one suspect to run alone (`isolate`). Only for a live
+    /// host of this login, whose lease the claim extends. Rows: (id, line,
+    /// attempt, 0) per request claimed; (0, '', 0, 1) when the host's lease
+    /// had run out; (0, '', 0, 2) when suspects wait to run alone; (0, '',
+    /// 0, 3) when suspects wait to run beside.
     ///
     /// PL/pgSQL, whose statements are planned with their arguments' values
     /// as the statement sent by the client was: a SQL function's are
     /// planned without them, took a tenth of the table for `lim` and hashed
     /// all of `requests` to join the claimed ids back (250 ms for 256 of
     /// 200,000, against 3 ms). `= ANY (ARRAY(…))` takes each claimed
-    /// request by its primary key whatever the estimate. Two functions,
-    /// not one with a flag: only a literal `NOT suspect` lets the planner use
-    /// `requests_ready`, in its order (sorting off, as on the claim
-    /// connection: QueueStore.claimSettings).
-    private static func claim(_ s: String, suspects: Bool, definer: String) -> String {
-        let (name, parameters, limit) = suspects ? ("claim_suspect", "host int8, lease float8", "1")
-                                                 : ("claim", "host int8, lim int4, lease float8", "lim")
+    /// request by its primary key whatever the estimate. A function per
+    /// kind, not one with a flag: only a literal `NOT suspect` lets the
+    /// planner use `requests_ready`, in its order (sorting off, as on the
+    /// claim connection: QueueStore.claimSettings).
+    private static func claim(_ s: String, _ kind: ClaimKind, definer: String) -> String {
+        let (name, parameters, limit, which, set): (String, String, String, String, String)
+        switch kind {
+        case .fresh:
+            (name, parameters, limit) = ("claim", "host int8, lim int4, lease float8", "lim")
+            (which, set) = ("NOT q.suspect", "alone = false, beside = false")
+        case .beside:
+            (name, parameters, limit) = ("claim_beside", "host int8, lim int4, lease float8", "lim")
+            (which, set) = ("q.suspect AND NOT q.isolate", "alone = false, beside = true")
+        case .alone:
+            (name, parameters, limit) = ("claim_suspect", "host int8, lease float8", "1")
+            (which, set) = ("q.suspect AND q.isolate", "alone = true, beside = false")
+        }
         return """
             CREATE FUNCTION \(s).\(name)(\(parameters))
             RETURNS TABLE (claimed_id int8, claimed_line text, claimed_attempt int4, marker int4)
@@ -210,17 +240,19 @@ extension QueueSchema {
                     WHERE h.id = host AND h.expires_at > now() AND h.login = session_user RETURNING h.id),
                 next AS (
                     SELECT q.id FROM \(s).requests q
-                    WHERE q.leased_by IS NULL AND \(suspects ? "" : "NOT ")q.suspect AND EXISTS (SELECT 1 FROM live)
+                    WHERE q.leased_by IS NULL AND \(which) AND EXISTS (SELECT 1 FROM live)
                     ORDER BY q.id LIMIT \(limit) FOR UPDATE SKIP LOCKED),
                 claimed AS (
                     UPDATE \(s).requests r
-                    SET leased_by = host, attempt = r.attempt + 1, leased_at = now(), alone = \(suspects)
+                    SET leased_by = host, attempt = r.attempt + 1, leased_at = now(), \(set)
                     WHERE r.id = ANY (ARRAY(SELECT n.id FROM next n))
                     RETURNING r.id, r.line, r.attempt)
                 SELECT c.id, c.line, c.attempt, 0 FROM claimed c
                 UNION ALL SELECT 0::int8, '', 0, 1 WHERE NOT EXISTS (SELECT 1 FROM live)
                 UNION ALL SELECT 0::int8, '', 0, 2 WHERE EXISTS (
-                    SELECT 1 FROM \(s).requests q WHERE q.leased_by IS NULL AND q.suspect);
+                    SELECT 1 FROM \(s).requests q WHERE q.leased_by IS NULL AND q.suspect AND q.isolate)
+                UNION ALL SELECT 0::int8, '', 0, 3 WHERE EXISTS (
+                    SELECT 1 FROM \(s).requests q WHERE q.leased_by IS NULL AND q.suspect AND NOT q.isolate);
             END $$
             """
     }

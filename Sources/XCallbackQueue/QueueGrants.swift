@@ -31,7 +31,7 @@ public enum QueueGrants {
     /// The functions each role executes (QueueSchema, QueueFunctions).
     static let hostFunctions = [
         "register_host(text, float8)", "heartbeat(int8, float8)", "claim(int8, int4, float8)",
-        "claim_suspect(int8, float8)", "release(int8[], int4[], int8[])", "unregister_host(int8)", "rescue()",
+        "claim_beside(int8, int4, float8)", "claim_suspect(int8, float8)", "release(int8[], int4[], int8[])", "unregister_host(int8)", "rescue()",
         "record_outcomes(int8[], int4[], int8[], text[], text[], text[], text)",
         "record_dead(int8[], text[], text[], text[], text)",
     ]

@@ -24,6 +24,9 @@ struct ClaimedRequest: Sendable {
     var attempt: Int32
     /// The host row that holds the lease.
     var host: Int64
+    /// A suspect run beside other work (`claim_beside`): a host runs a
+    /// few such at once (QueueConsumerOptions.suspectsBeside).
+    var beside = false
 }
 
 /// A request with its outcome, ready to record.

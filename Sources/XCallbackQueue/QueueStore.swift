@@ -110,8 +110,10 @@ struct QueueStore: Sendable {
         var requests: [ClaimedRequest] = []
         /// The host's lease had run out: it claimed nothing and must register again.
         var hostGone = false
-        /// Suspects wait: they run alone, before more work is claimed.
-        var suspectsWaiting = false
+        /// Suspects wait to run alone (`isolate`), before more work is claimed.
+        var isolatedWaiting = false
+        /// Suspects wait to run beside other work.
+        var besideWaiting = false
     }
 
     /// The claim connection's planner settings. The claim wants the oldest
@@ -130,37 +132,54 @@ struct QueueStore: Sendable {
     /// extends. Each claim raises the request's attempt, and the lease is
     /// (host, attempt): that fences every earlier holder.
     func claim(limit: Int, host: Int64, lease: Duration, on connection: PostgresConnection) async throws -> Claim {
-        try await claim(limit: limit, host: host, lease: lease, suspects: false, on: connection)
+        try await claim(.fresh, limit: limit, host: host, lease: lease, on: connection)
     }
 
-    /// Leases one suspect, alone: the host runs nothing else meanwhile.
+    /// Leases up to `limit` suspects back from one dead host, to run beside
+    /// other work (QueueFunctions).
+    func claimBeside(limit: Int, host: Int64, lease: Duration, on connection: PostgresConnection) async throws -> Claim {
+        try await claim(.beside, limit: limit, host: host, lease: lease, on: connection)
+    }
+
+    /// Leases one suspect to run alone: the host runs nothing else meanwhile.
     func claimSuspect(host: Int64, lease: Duration, on connection: PostgresConnection) async throws -> Claim {
-        try await claim(limit: 1, host: host, lease: lease, suspects: true, on: connection)
+        try await claim(.alone, limit: 1, host: host, lease: lease, on: connection)
     }
 
-    private func claim(limit: Int, host: Int64, lease: Duration, suspects: Bool,
+    private func claim(_ kind: QueueSchema.ClaimKind, limit: Int, host: Int64, lease: Duration,
                        on connection: PostgresConnection) async throws -> Claim {
         // In one row, as every answer of a host's (see the type's comment).
         let answer = """
             SELECT coalesce(array_agg(claimed_id) FILTER (WHERE marker = 0), '{}'),
                    coalesce(array_agg(claimed_line) FILTER (WHERE marker = 0), '{}'),
                    coalesce(array_agg(claimed_attempt) FILTER (WHERE marker = 0), '{}'),
-                   coalesce(bool_or(marker = 1), false), coalesce(bool_or(marker = 2), false)
+                   coalesce(bool_or(marker = 1), false), coalesce(bool_or(marker = 2), false),
+                   coalesce(bool_or(marker = 3), false)
             """
-        let rows = suspects
-            ? try await connection.query("""
-                \(unescaped: answer) FROM \(unescaped: s).claim_suspect(\(host), \(lease.seconds))
-                """, logger: logger)
-            : try await connection.query("""
+        let rows: PostgresRowSequence
+        switch kind {
+        case .fresh:
+            rows = try await connection.query("""
                 \(unescaped: answer) FROM \(unescaped: s).claim(\(host), \(Int32(clamping: limit)), \(lease.seconds))
                 """, logger: logger)
+        case .beside:
+            rows = try await connection.query("""
+                \(unescaped: answer) FROM \(unescaped: s).claim_beside(\(host), \(Int32(clamping: limit)), \(lease.seconds))
+                """, logger: logger)
+        case .alone:
+            rows = try await connection.query("""
+                \(unescaped: answer) FROM \(unescaped: s).claim_suspect(\(host), \(lease.seconds))
+                """, logger: logger)
+        }
         var claim = Claim()
-        for try await (ids, lines, attempts, gone, suspectsWaiting)
-            in rows.decode(([Int64], [String], [Int32], Bool, Bool).self) {
+        for try await (ids, lines, attempts, gone, isolated, beside)
+            in rows.decode(([Int64], [String], [Int32], Bool, Bool, Bool).self) {
             claim.hostGone = gone
-            claim.suspectsWaiting = suspectsWaiting
+            claim.isolatedWaiting = isolated
+            claim.besideWaiting = beside
             for (id, (line, attempt)) in zip(ids, zip(lines, attempts)) {
-                claim.requests.append(ClaimedRequest(id: id, line: line, attempt: attempt, host: host))
+                claim.requests.append(ClaimedRequest(id: id, line: line, attempt: attempt, host: host,
+                                                     beside: kind == .beside))
             }
         }
         claim.requests.sort { $0.id < $1.id }
@@ -407,8 +426,8 @@ struct QueueStore: Sendable {
                     DELETE FROM \(unescaped: s).outcomes
                     WHERE dead AND (\(ids == nil) OR request_id = ANY(\(ids ?? [])::int8[]))
                     RETURNING request_id, line, attempts)
-                INSERT INTO \(unescaped: s).requests (id, line, max_attempts, attempt, suspect)
-                SELECT request_id, line, \(maxAttempts), attempts, true FROM revived
+                INSERT INTO \(unescaped: s).requests (id, line, max_attempts, attempt, suspect, isolate)
+                SELECT request_id, line, \(maxAttempts), attempts, true, true FROM revived
                 RETURNING id
                 """, logger: logger)
             var revived: [Int64] = []

@@ -247,7 +247,7 @@ struct EnqueueCommand: ParsableCommand {
     @Option(help: ArgumentHelp("The queue's database: a postgresql:// URL.", valueName: "url"))
     var queue: String
 
-    @Option(name: .customLong("max-attempts"), help: "Hosts a request may take down while it runs alone (after a host died holding it) before it is dead.")
+    @Option(name: .customLong("max-attempts"), help: "Hosts a request may take down while it runs alone (once a host died holding it beside others) before it is dead.")
     var maxAttempts: Int = defaultMaxAttempts
 
     @Option(name: .customLong("max-line-bytes"), help: "Longest accepted request line.")

@@ -63,12 +63,14 @@ struct QueueTests {
         let function = "xcallback.record_outcomes(int8[], int4[], int8[], text[], text[], text[], text)"
         _ = try TestPostgres.psql(queue, """
             DROP FUNCTION xcallback.register_host(text, float8), xcallback.heartbeat(int8, float8),
-                xcallback.claim(int8, int4, float8), xcallback.claim_suspect(int8, float8),
+                xcallback.claim(int8, int4, float8), xcallback.claim_beside(int8, int4, float8),
+                xcallback.claim_suspect(int8, float8),
                 xcallback.release(int8[], int4[], int8[]), xcallback.unregister_host(int8), xcallback.rescue(),
                 xcallback.enqueue(text[], text[], int4);
             DO $$ BEGIN EXECUTE regexp_replace(replace(pg_get_functiondef('\(function)'::regprocedure),
                 'leased_by + 0', 'leased_by'), '\\s*(WHERE|AND) b.host IN \\(SELECT h.id FROM [^)]*\\)', ''); END $$;
             ALTER TABLE xcallback.hosts DROP COLUMN login;
+            ALTER TABLE xcallback.requests DROP COLUMN beside, DROP COLUMN isolate;
             DELETE FROM xcallback.schema_migrations WHERE version >= 3;
             INSERT INTO xcallback.hosts (id, name, expires_at) VALUES (7, 'old:1', now() + interval '1 hour');
             INSERT INTO xcallback.requests (id, line, max_attempts) VALUES (nextval('xcallback.request_ids'), 'calc://x-callback-url/add?lhs=1&rhs=1', 3)
@@ -264,8 +266,10 @@ struct QueueTests {
         let ids = try Self.enqueue(queue, lines, ["--max-attempts", "2"]).lines
         try #require(ids.count == 101)
         // The first host dies with its whole batch; its requests come back as
-        // suspects, which run alone: the crash then takes down two more hosts.
-        for round in 1...3 {
+        // suspects, which run beside other work, a few at a time: the crash
+        // takes down a second host with the suspects beside it. Those run
+        // alone from then on: the crash takes down two more hosts.
+        for round in 1...4 {
             // The runner's environment: a crashing host dies at once by
             // default (no Swift backtrace, which had taken it 38 s).
             let host = try ChildProcess(fixture.runPrefix + ["--queue", queue, "--lease", "1"])
@@ -275,7 +279,7 @@ struct QueueTests {
                     "round \(round): \(host.stderr)")
             #expect(!host.stderr.contains("processed "), "round \(round): \(host.stderr)")
         }
-        // A fourth finds the crash at two strikes: dead. The others run.
+        // A fifth finds the crash at two strikes: dead. The others run.
         let survivor = try ChildProcess(fixture.runPrefix + ["--queue", queue, "--lease", "1", "--log-level", "info"])
         // The hosts before it may have run some of the hundred alone too.
         let deadline = Date(timeIntervalSinceNow: TestTiming.scaled(60))
@@ -286,7 +290,7 @@ struct QueueTests {
         survivor.send(signal: SIGTERM)
         #expect(survivor.waitForExit(timeout: 30) == .exited(0))
         let dead = try xcallback(["queue", "dead", queue])
-        #expect(dead.lines == ["\(ids[0])\t3\tfaulty://x-callback-url/crash?x-error=app://failed"])
+        #expect(dead.lines == ["\(ids[0])\t4\tfaulty://x-callback-url/crash?x-error=app://failed"])
         let outcomes = try xcallback(["outcomes", "--queue", queue])
         #expect(outcomes.lines.count == 101)
         #expect(outcomes.lines.filter { $0.hasPrefix("success?result=") }.count == 100)
