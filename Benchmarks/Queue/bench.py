@@ -2,7 +2,7 @@
 two hosts, and latency from enqueue to recorded outcome, against a real
 PostgreSQL started from Debian's packages in a temporary folder.
 
-    Benchmarks/Queue/run [--requests N] [--paced-rate R] [--seconds S] [--pgbench-clients C]
+    Benchmarks/Queue/run [--requests N] [--paced-rate R] [--seconds S] [--pgbench-clients C] [--no-ceiling]
 
 Calculator requests, in process (--isolation none), release build. Figures
 are printed and written to Benchmarks/results/queue-latest.json; README.md
@@ -142,6 +142,56 @@ def pgbench_beside(cluster, clients):
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
+CEILING_SCRIPT = """\
+SELECT id AS host FROM xcallback.hosts WHERE name = 'pgbench:' || :client_id \\gset
+SELECT coalesce(array_agg(claimed_id) FILTER (WHERE marker = 0), '{}') AS ids,
+       coalesce(array_agg(claimed_line) FILTER (WHERE marker = 0), '{}') AS lines,
+       coalesce(array_agg(claimed_attempt) FILTER (WHERE marker = 0), '{}') AS attempts,
+       count(*) FILTER (WHERE marker = 0) AS n,
+       coalesce(bool_or(marker = 1), false) AS gone, coalesce(bool_or(marker = 2), false) AS alone,
+       coalesce(bool_or(marker = 3), false) AS beside
+FROM xcallback.claim(:host, 256, 600) \\gset
+SELECT 1;
+SELECT coalesce(array_agg(id), '{}') FROM xcallback.record_outcomes(
+    ':ids'::int8[], ':attempts'::int4[], array_fill(:host::int8, ARRAY[:n]), array_fill('success'::text, ARRAY[:n]),
+    array_fill('result=2'::text, ARRAY[:n]), array_fill(''::text, ARRAY[:n]), 'pgbench:' || :client_id) AS id;
+SELECT 1;
+"""
+
+
+def ceiling(binary, cluster, n, clients):
+    """What PostgreSQL alone does with a host's statements: pgbench with
+    `clients` clients (one registered host each), each
+    transaction a claim of 256 (the host's batch, its answer in one row),
+    the host's confirming `SELECT 1`, the record of those 256 as
+    `record_outcomes`, and its `SELECT 1`, through a backlog of n requests.
+    No plug-in runs and nothing is parsed: the ceiling a host could reach
+    on this server."""
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/pgbench"))
+    if not found:
+        raise SystemExit("bench: the ceiling needs pgbench (apt-get install postgresql), or --no-ceiling")
+    url = cluster.database(binary)
+    enqueue(binary, url, additions(n))
+    for client in range(clients):
+        psql(url, f"SELECT xcallback.register_host('pgbench:{client}', 600)")
+    script = tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False)
+    script.write(CEILING_SCRIPT)
+    script.close()
+    try:
+        # Enough transactions for every client to find the queue empty.
+        per_client = n // 256 // clients + 2
+        start = time.monotonic()
+        sh([found[-1], "-n", "-c", str(clients), "-j", str(clients), "-t", str(per_client), "-f", script.name, url],
+           stdout=subprocess.DEVNULL)
+        elapsed = time.monotonic() - start
+    finally:
+        os.unlink(script.name)
+    recorded = int(psql(url, "SELECT count(*) FROM xcallback.outcomes"))
+    if recorded < n:
+        raise SystemExit(f"bench: pgbench recorded {recorded} of {n}")
+    return n / elapsed
+
+
 def latency(binary, plugins, cluster, rate, seconds):
     """p50/p99 from enqueue to recorded outcome, with requests arriving at
     `rate` a second: one `enqueue` reads a pipe written every 10 ms, and
@@ -180,6 +230,8 @@ def main():
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--pgbench-clients", type=int, default=0,
                         help="also run two hosts with pgbench's load of this many clients beside them (8: issue 31's)")
+    parser.add_argument("--no-ceiling", action="store_true",
+                        help="skip the ceiling: pgbench running a host's claim and record statements, two clients")
     args = parser.parse_args()
     binary, plugins = build()
     cluster = Cluster()
@@ -188,6 +240,10 @@ def main():
         enqueue_rate = args.requests / enqueue(binary, url, additions(args.requests))
         one = end_to_end(binary, plugins, cluster, args.requests, 1)
         two = end_to_end(binary, plugins, cluster, args.requests, 2)
+        # A host keeps a claim and a record connection busy at once: two
+        # hosts are up to four clients. The ceiling is the best of 2 and 4.
+        tops = [] if args.no_ceiling else [ceiling(binary, cluster, args.requests, c) for c in (2, 4)]
+        top = max(tops) if tops else None
         paced, p50, p99 = latency(binary, plugins, cluster, args.paced_rate, args.seconds)
         beside = None
         if args.pgbench_clients > 0:
@@ -211,12 +267,20 @@ def main():
         "latency_p50_ms": round(p50, 2),
         "latency_p99_ms": round(p99, 2),
     }
+    if top is not None:
+        results["ceiling_per_second"] = round(top)
+        results["ceiling_2_and_4_clients_per_second"] = [round(t) for t in tops]
+        results["two_hosts_of_ceiling_percent"] = round(100 * two / top, 1)
     if beside is not None:
         results["end_to_end_two_hosts_with_pgbench_per_second"] = round(beside)
         results["pgbench_clients"] = args.pgbench_clients
     print(f"enqueue                     {results['enqueue_per_second']:>8} requests/s")
     print(f"end to end, one host        {results['end_to_end_one_host_per_second']:>8} requests/s  (target 5,000)")
     print(f"end to end, two hosts       {results['end_to_end_two_hosts_per_second']:>8} requests/s")
+    if top is not None:
+        print(f"ceiling, pgbench            {results['ceiling_per_second']:>8} requests/s  "
+              f"(2 and 4 clients: {', '.join(str(t) for t in results['ceiling_2_and_4_clients_per_second'])}; "
+              f"two hosts: {results['two_hosts_of_ceiling_percent']} % of it; aim 90 %)")
     if beside is not None:
         print(f"two hosts, pgbench -c {args.pgbench_clients} beside {results['end_to_end_two_hosts_with_pgbench_per_second']:>8} requests/s")
     print(f"enqueue -> recorded, at {results['paced_rate_per_second']}/s: p50 {results['latency_p50_ms']} ms, p99 {results['latency_p99_ms']} ms")

@@ -41,7 +41,10 @@ struct ConnectFailure: Error, Sendable, CustomStringConvertible {
     private enum Cause {
         case system(Int32)
         case timeout
-        case name(String)
+        /// The host name has no address, with the C library's reason
+        /// (`gai_strerror`'s, as libpq gives it) when known: SwiftNIO's own
+        /// words for it (`SocketAddressError.UnknownHost: …`) stay out.
+        case name(String?)
         case server(state: String, message: String)
         /// The client's own settings do not fit the server's.
         case setup(String)
@@ -58,7 +61,8 @@ struct ConnectFailure: Error, Sendable, CustomStringConvertible {
             switch psql.code {
             case .sslUnsupported: return .setup("the server does not support TLS, which sslmode asks for")
             case .authMechanismRequiresPassword:
-                return .setup("the server asks for a password and none was given (PGPASSWORD, ~/.pgpass, or the URL)")
+                return .setup("the server asks for a password and none was given (PGPASSWORD, ~/.pgpass, or the URL)"
+                              + (location.passwordFileProblem.map { "; \($0), so it was not read" } ?? ""))
             case .unsupportedAuthMechanism: return .setup("the server asks for a login method this client does not support")
             case .serverClosedConnection, .clientClosedConnection, .uncleanShutdown: return .closed
             default: break
@@ -67,13 +71,16 @@ struct ConnectFailure: Error, Sendable, CustomStringConvertible {
             error = inner
         }
         if let failure = error as? NIOConnectionError {
-            if let dns = failure.dnsAError ?? failure.dnsAAAAError { return .name("\(dns)") }
+            if let dns = failure.dnsAError ?? failure.dnsAAAAError {
+                return .name((dns as? SocketAddressError.UnknownHost)?.errorDescription)
+            }
             // The last address tried says why; every one failed.
-            if let last = failure.connectionErrors.last { error = last.error } else { return .name("no address") }
+            if let last = failure.connectionErrors.last { error = last.error } else { return .name(nil) }
         }
         if let io = error as? IOError { return .system(io.errnoCode) }
         if let channel = error as? ChannelError, case .connectTimeout = channel { return .timeout }
-        if error is SocketAddressError { return .name("\(error)") }
+        if let unknown = error as? SocketAddressError.UnknownHost { return .name(unknown.errorDescription) }
+        if error is SocketAddressError { return .name(nil) }
         return .other(QueueError.describe(error))
     }
 
@@ -99,8 +106,9 @@ struct ConnectFailure: Error, Sendable, CustomStringConvertible {
             }
         case .timeout:
             return ("no answer within 10 s", "Check the host name or address, the port, and any firewall between")
-        case .name(let detail):
-            return ("the host name cannot be resolved (\(detail))", "Check the URL's host (or PGHOST) and the name service")
+        case .name(let reason):
+            return ("the host name \(location.host) cannot be translated to an address" + (reason.map { ": \($0)" } ?? ""),
+                    "Check the URL's host (or PGHOST) for a typing mistake, and the name service (/etc/hosts, DNS)")
         case .server(let state, let message):
             let said = "the server said: \(message) (SQLSTATE \(state))"
             switch state {

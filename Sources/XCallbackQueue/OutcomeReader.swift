@@ -4,17 +4,20 @@
 /// numbered when their transaction starts and become visible when it
 /// commits, in another order.
 ///
-/// Each pass reads every committed outcome past a safe cursor. The cursor
-/// only moves up to the snapshot's horizon (every transaction below it has
-/// ended, so nothing below it can still appear); outcomes past the horizon
-/// are given at once and remembered, so the next pass, which reads them
-/// again, skips them.
+/// It gives outcomes in the order of their cursor (recording transaction,
+/// then position), and only up to the read's horizon: every transaction
+/// below it that could write the queue has ended, so no outcome can still
+/// appear before one it gave. What it has given is therefore exactly
+/// everything up to its cursor, which is the last outcome it gave: a
+/// reader started after that outcome (`outcomes --after ID`), or this one
+/// reading on after a lost connection, neither skips nor repeats one. An
+/// outcome waits for the transactions of the queue's database that began
+/// before its own to end (a few milliseconds with hosts recording; as long
+/// as a transaction left open there lasts).
 public struct OutcomeReader {
     let client: QueueClient
-    /// Everything at or below it has been given.
+    /// Everything at or below it has been given, nothing above it.
     public private(set) var cursor: OutcomeCursor
-    /// Given outcomes past the cursor: position → recording transaction.
-    private var givenPastCursor: [Int64: UInt64] = [:]
     let pageSize: Int
 
     public init(client: QueueClient, after cursor: OutcomeCursor = .start, pageSize: Int = 1_000) {
@@ -23,35 +26,31 @@ public struct OutcomeReader {
         self.pageSize = pageSize
     }
 
-    /// One pass: the outcomes not given before, in pages to `body`.
+    /// One pass: the outcomes not given before that are safe to give, in
+    /// pages to `body`. The cursor moves past a page once `body` returns,
+    /// so a pass cut short (a lost connection, a failed write) gives
+    /// nothing twice when it is tried again.
     public mutating func pass(_ body: ([StoredOutcome]) throws -> Void) throws {
-        var scan = cursor
-        var safe = cursor
-        var safeStill = true
         while true {
-            let (page, horizon) = try client.outcomes(after: scan, limit: pageSize)
-            var fresh: [StoredOutcome] = []
-            for outcome in page {
-                let transaction = UInt64(outcome.cursor.transaction) ?? 0
-                // The safe cursor follows the read while every outcome so far
-                // lies below the horizon.
-                if safeStill && transaction < horizon {
-                    safe = outcome.cursor
-                } else {
-                    safeStill = false
-                }
-                if givenPastCursor[outcome.cursor.position] != nil { continue }
-                fresh.append(outcome)
-                if transaction >= horizon || !safeStill { givenPastCursor[outcome.cursor.position] = transaction }
-            }
-            if !fresh.isEmpty { try body(fresh) }
-            guard page.count == pageSize, let last = page.last else { break }
-            scan = last.cursor
+            let (page, horizon, full) = try client.outcomes(after: cursor, limit: pageSize)
+            let safe = page.prefix { (UInt64($0.cursor.transaction) ?? .max) < horizon }
+            guard let last = safe.last else { return }
+            try body(Array(safe))
+            cursor = last.cursor
+            // A page cut at the horizon: the rest waits for the next pass.
+            guard full && safe.count == page.count else { return }
         }
-        cursor = safe
-        let floor = UInt64(cursor.transaction) ?? 0
-        givenPastCursor = givenPastCursor.filter { position, transaction in
-            transaction > floor || (transaction == floor && position > cursor.position)
+    }
+
+    /// Every outcome committed after the cursor, the horizon aside (a
+    /// listing, `outcomes` without --follow), in pages to `body`.
+    public mutating func all(_ body: ([StoredOutcome]) throws -> Void) throws {
+        while true {
+            let (page, _, full) = try client.outcomes(after: cursor, limit: pageSize)
+            guard let last = page.last else { return }
+            try body(page)
+            cursor = last.cursor
+            guard full else { return }
         }
     }
 }

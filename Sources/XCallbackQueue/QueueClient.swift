@@ -49,9 +49,10 @@ public final class QueueClient: Sendable {
         } catch let error as QueueError {
             throw error
         } catch let failure as ConnectFailure {
-            throw QueueError(failure.description)
+            throw QueueError(failure.description, connectionLost: failure.mayPass)
         } catch {
-            throw QueueError("queue at \(location): \(QueueError.describe(error))")
+            throw QueueError("queue at \(location): \(QueueError.describe(error))",
+                             connectionLost: QueueError.isConnectionLoss(error))
         }
     }
 
@@ -78,9 +79,11 @@ public final class QueueClient: Sendable {
         try use { [store] connection in try await store.status(on: connection) }
     }
 
-    /// A page of outcomes after `cursor`, and the horizon below which no
-    /// more can appear; `OutcomeReader` turns pages into a stream.
-    func outcomes(after cursor: OutcomeCursor, limit: Int) throws(QueueError) -> (outcomes: [StoredOutcome], horizon: UInt64) {
+    /// A page of outcomes after `cursor`, the horizon below which no more
+    /// can appear, and whether more may follow the page; `OutcomeReader`
+    /// turns pages into a stream.
+    func outcomes(after cursor: OutcomeCursor, limit: Int) throws(QueueError)
+        -> (outcomes: [StoredOutcome], horizon: UInt64, full: Bool) {
         try use { [store] connection in try await store.outcomes(after: cursor, limit: limit, on: connection) }
     }
 

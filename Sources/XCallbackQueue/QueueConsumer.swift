@@ -13,6 +13,11 @@ public struct QueueConsumerOptions: Sendable {
     public var batchSize = 256
     /// Requests claimed and not yet recorded, at most.
     public var maxInFlight = 2_048
+    /// Suspects (back from a host that died holding them) run beside other
+    /// work, this many at most at once on one host, so a host's death costs
+    /// the others no more than its suspects' own run time; one whose host
+    /// dies again while it runs so runs alone from then on.
+    public var suspectsBeside = 16
     /// How long a host's lease lasts without a heartbeat; it heartbeats
     /// three times per lease.
     public var lease: Duration = .seconds(15)
@@ -213,12 +218,16 @@ public final class QueueConsumer: Sendable {
     private func claimLoop() async {
         var iterator = wakes.makeAsyncIterator()
         var adopt = false
-        var suspectsWaiting = false
+        // Suspects twice over (their host died again while they ran beside
+        // others) run alone: drain, run one, and only then claim more.
+        var isolatedWaiting = false
+        // Suspects once over run beside fresh work, a few at a time.
+        var besideWaiting = false
         while !isStopping && !Task.isCancelled {
-            let running = inFlight.withLock { $0.count }
-            // Suspects (requests back from a host that died holding them) run
-            // alone: drain, run one, and only then claim more.
-            if suspectsWaiting && running > 0 {
+            let (running, runningBeside) = inFlight.withLock { inFlight in
+                (inFlight.count, inFlight.values.reduce(0) { $0 + ($1.beside ? 1 : 0) })
+            }
+            if isolatedWaiting && running > 0 {
                 _ = await iterator.next()
                 continue
             }
@@ -228,6 +237,7 @@ public final class QueueConsumer: Sendable {
                 continue
             }
             let limit = min(options.batchSize, capacity)
+            let besideLimit = besideWaiting ? min(limit, options.suspectsBeside - runningBeside) : 0
             var full = false
             do {
                 let host = hostID.load(ordering: .acquiring)
@@ -235,25 +245,39 @@ public final class QueueConsumer: Sendable {
                     try await adoptLostClaims(host: host)
                     adopt = false
                 }
-                let (store, lease, alone) = (store, options.lease, suspectsWaiting)
-                let claim = try await claimConnection.run { connection in
-                    alone ? try await store.claimSuspect(host: host, lease: lease, on: connection)
-                          : try await store.claim(limit: limit, host: host, lease: lease, on: connection)
+                let (store, lease, alone) = (store, options.lease, isolatedWaiting)
+                // Suspects beside first (they are older), then fresh work in
+                // what room is left.
+                let claims = try await claimConnection.run { connection -> [QueueStore.Claim] in
+                    if alone { return [try await store.claimSuspect(host: host, lease: lease, on: connection)] }
+                    var claims: [QueueStore.Claim] = []
+                    if besideLimit > 0 {
+                        claims.append(try await store.claimBeside(limit: besideLimit, host: host, lease: lease, on: connection))
+                        if claims[0].hostGone { return claims }
+                    }
+                    let room = limit - (claims.first?.requests.count ?? 0)
+                    if room > 0 { claims.append(try await store.claim(limit: room, host: host, lease: lease, on: connection)) }
+                    return claims
                 }
-                if claim.hostGone {
+                if claims.contains(where: \.hostGone) {
                     try await registerAgain(replacing: host)
                     continue
                 }
                 await claimConnection.succeeded()
-                hand(claim.requests)
-                suspectsWaiting = claim.suspectsWaiting
+                for claim in claims { hand(claim.requests) }
+                // The last claim saw the latest state.
+                isolatedWaiting = claims.last?.isolatedWaiting ?? false
+                besideWaiting = claims.last?.besideWaiting ?? false
+                let claimed = claims.reduce(0) { $0 + $1.requests.count }
                 if alone {
                     // That suspect runs alone. None left unleased: the rest
                     // waits for the next wake-up (another host may hold the
                     // last suspects for a moment), not a busy loop.
-                    if claim.requests.isEmpty && !claim.suspectsWaiting { continue }
+                    if claimed == 0 && !isolatedWaiting { continue }
                 } else {
-                    full = claim.requests.count == limit
+                    // Full: more may wait; claim again at once. Suspects
+                    // beside that found no room wait for a record to make some.
+                    full = claimed == limit
                 }
             } catch {
                 if Task.isCancelled || isStopping { break }
@@ -261,7 +285,7 @@ public final class QueueConsumer: Sendable {
                 await claimConnection.failed("claiming requests", error)
                 continue
             }
-            if !full || suspectsWaiting { _ = await iterator.next() }
+            if !full || isolatedWaiting { _ = await iterator.next() }
         }
     }
 

@@ -5,7 +5,14 @@ import PostgresNIO
 /// No message ever carries the password.
 public struct QueueError: Error, Sendable, CustomStringConvertible {
     public let message: String
-    public init(_ message: String) { self.message = message }
+    /// The connection was lost or could not be opened for a while (a
+    /// restart, a terminated backend), not refused: trying again later may
+    /// work. `outcomes --follow` does, within `--wait-for-database`.
+    public let connectionLost: Bool
+    public init(_ message: String, connectionLost: Bool = false) {
+        self.message = message
+        self.connectionLost = connectionLost
+    }
     public var description: String { message }
 
     /// A database error in a sentence: the server's own message and SQLSTATE

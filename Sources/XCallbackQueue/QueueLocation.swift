@@ -16,6 +16,10 @@ public struct QueueLocation: Sendable, Equatable, CustomStringConvertible {
     public var sslMode: SSLMode
     /// The queue's schema: several queues can share one database.
     public var schema: String
+    /// Why the password file was not read, in libpq's words (`password file
+    /// "…" has group or world access; …`), for the error that follows when
+    /// the server asks for a password; nil when it was read or is absent.
+    public var passwordFileProblem: String?
 
     /// libpq's `sslmode`, of which these matter to a client that has no
     /// client certificate.
@@ -35,11 +39,47 @@ public struct QueueLocation: Sendable, Equatable, CustomStringConvertible {
     /// The socket file libpq would connect to.
     public var socketPath: String { "\(host)/.s.PGSQL.\(port)" }
 
-    /// `postgresql://user@host:port/database`, never with the password.
-    public var description: String {
-        let where_ = usesUnixSocket ? "[\(socketPath)]" : (host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)")
-        return "postgresql://\(user)@\(where_)/\(database)"
-            + (schema == Self.defaultSchema ? "" : "?schema=\(schema)")
+    /// The queue's URL as this client reads it (`?schema=` when not the
+    /// default), never with the password: what messages show, and what
+    /// they suggest to run, so a suggestion parses as it is.
+    public var description: String { url(withSchema: true) }
+
+    /// The connection as a URL libpq reads (`psql "$(xcallback queue url
+    /// QUEUE --psql)"`): without `schema`, an option libpq refuses, and
+    /// without the password, which psql finds in PGPASSWORD or ~/.pgpass.
+    public var libpqURL: String { url(withSchema: false) }
+
+    /// `postgresql://user@host:port/database`, or for a Unix socket
+    /// `postgresql://user@/database?host=FOLDER&port=PORT`; percent-encoded
+    /// where a name needs it, so the text also survives single quotes.
+    private func url(withSchema: Bool) -> String {
+        var options: [String] = []
+        var authority = ""
+        if usesUnixSocket {
+            options.append("host=" + Self.encode(host, keeping: "/"))
+            options.append("port=\(port)")
+        } else {
+            authority = (host.contains(":") ? "[\(host)]" : Self.encode(host, keeping: "")) + ":\(port)"
+        }
+        if sslMode != .prefer { options.append("sslmode=\(sslMode.rawValue)") }
+        if withSchema && schema != Self.defaultSchema { options.append("schema=\(schema)") }
+        return "postgresql://\(Self.encode(user, keeping: ""))@\(authority)/\(Self.encode(database, keeping: ""))"
+            + (options.isEmpty ? "" : "?" + options.joined(separator: "&"))
+    }
+
+    /// Percent-encodes all but unreserved characters and `extra`.
+    private static func encode(_ text: String, keeping extra: String) -> String {
+        var out = ""
+        for byte in text.utf8 {
+            let scalar = Unicode.Scalar(byte)
+            let alphanumeric = (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+            if alphanumeric || "-._~".unicodeScalars.contains(scalar) || extra.unicodeScalars.contains(scalar) {
+                out.unicodeScalars.append(scalar)
+            } else {
+                out += "%" + (byte < 16 ? "0" : "") + String(byte, radix: 16, uppercase: true)
+            }
+        }
+        return out
     }
 
     /// Reads `text` (a URL, or empty for the environment and defaults).
@@ -99,8 +139,11 @@ public struct QueueLocation: Sendable, Equatable, CustomStringConvertible {
         self.schema = schema
         if password == nil {
             let file = passfile ?? (home ?? environment["HOME"] ?? NSHomeDirectory()) + "/.pgpass"
-            password = PasswordFile.lookup(path: file, host: self.host, port: self.port,
-                                           database: self.database, user: self.user)
+            switch PasswordFile.lookup(path: file, host: self.host, port: self.port,
+                                       database: self.database, user: self.user) {
+            case .success(let found): password = found
+            case .failure(let problem): passwordFileProblem = problem.message
+            }
         }
         self.password = password
     }
@@ -198,13 +241,20 @@ public struct QueueLocation: Sendable, Equatable, CustomStringConvertible {
 
 /// libpq's password file: `host:port:database:user:password` lines, `*`
 /// matching anything, `\:` and `\\` escapes; ignored, as libpq ignores it,
-/// when group or others may read it.
+/// when it is no plain file or group or others may read it, which is said
+/// in libpq's words.
 enum PasswordFile {
-    static func lookup(path: String, host: String, port: Int, database: String, user: String) -> String? {
+    static func lookup(path: String, host: String, port: Int, database: String,
+                       user: String) -> Result<String?, QueueError> {
         var info = stat()
-        guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_mode & 0o077 == 0,
-              let text = try? String(contentsOfFile: path, encoding: .utf8)
-        else { return nil }
+        guard stat(path, &info) == 0 else { return .success(nil) }
+        if info.st_mode & S_IFMT != S_IFREG {
+            return .failure(QueueError("password file \"\(path)\" is not a plain file"))
+        }
+        if info.st_mode & 0o077 != 0 {
+            return .failure(QueueError("password file \"\(path)\" has group or world access; permissions should be u=rw (0600) or less"))
+        }
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return .success(nil) }
         // libpq matches a socket connection against "localhost" as well as the folder.
         let hosts = host.hasPrefix("/") ? [host, "localhost"] : [host]
         for line in text.split(whereSeparator: \.isNewline) where !line.hasPrefix("#") {
@@ -213,10 +263,10 @@ enum PasswordFile {
             func matches(_ field: String, _ values: [String]) -> Bool { field == "*" || values.contains(field) }
             if matches(fields[0], hosts), matches(fields[1], [String(port)]), matches(fields[2], [database]),
                matches(fields[3], [user]) {
-                return fields[4]
+                return .success(fields[4])
             }
         }
-        return nil
+        return .success(nil)
     }
 
     private static func split(_ line: Substring) -> [String] {

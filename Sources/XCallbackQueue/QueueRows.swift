@@ -6,6 +6,11 @@ import XCallbackURL
 public struct EnqueueLine: Sendable, Equatable {
     public var url: String
     public var key: String?
+    /// The longest line a queue takes, in bytes: the schema's `enqueue`
+    /// refuses longer ones, so `xcallback enqueue --max-line-bytes` stops here.
+    public static let maxLineBytes = 1_048_576
+    /// The longest idempotency key, in bytes (the schema's `enqueue` checks it too).
+    public static let maxKeyBytes = 1_024
     public init(url: String, key: String? = nil) {
         self.url = url
         self.key = key
@@ -19,6 +24,9 @@ struct ClaimedRequest: Sendable {
     var attempt: Int32
     /// The host row that holds the lease.
     var host: Int64
+    /// A suspect run beside other work (`claim_beside`): a host runs a
+    /// few such at once (QueueConsumerOptions.suspectsBeside).
+    var beside = false
 }
 
 /// A request with its outcome, ready to record.

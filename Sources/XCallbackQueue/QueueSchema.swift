@@ -9,7 +9,7 @@ import PostgresNIO
 /// table and index.
 enum QueueSchema {
     /// The version this build reads and writes.
-    static let currentVersion = 3
+    static let currentVersion = 4
 
     /// Migration `n` (1-based) takes the schema from version n-1 to n.
     static func migrations(_ s: String) -> [[String]] {
@@ -160,6 +160,8 @@ enum QueueSchema {
                 $$
                 """,
             ],
+            // 4: hosts and enqueuers write only through functions (QueueFunctions).
+            functions(s),
         ]
     }
 

@@ -7,6 +7,16 @@ import XCallbackURL
 /// Every statement the queue runs, each a short transaction (docs/queue.md
 /// gives the rules they keep). `s` is the schema, checked to be a plain
 /// identifier by `QueueLocation`.
+///
+/// A host's statements answer in one row (arrays, aggregated by the
+/// server), however many requests they cover. PostgresNIO (1.33) traps
+/// when the server ends a connection while a result of many rows is still
+/// streaming and its reader has not asked for more: NIO then delivers
+/// the rest without a read, and its row stream's `channelReadComplete`
+/// fails a precondition ("How can we receive a body part, after a
+/// channelReadComplete, but no read has been forwarded yet") — a SIGILL
+/// that took down a host whose connections were being terminated, at
+/// its stop. A single row leaves nothing to stream.
 struct QueueStore: Sendable {
     let schema: String
     let logger: Logger
@@ -17,89 +27,26 @@ struct QueueStore: Sendable {
 
     // MARK: enqueue
 
-    /// Inserts a batch; returns each line's request id, in order. Ids
-    /// follow line order. A line whose key was seen before gets that
-    /// request's id and is not inserted.
+    /// Inserts a batch through the schema's `enqueue` function (which
+    /// draws the ids and checks the lines again: QueueFunctions); returns
+    /// each line's request id, in order. Ids follow line order. A line
+    /// whose key was seen before gets that request's id and is not inserted.
     func enqueue(_ lines: [EnqueueLine], maxAttempts: Int, on connection: PostgresConnection) async throws -> [Int64] {
-        try await connection.withTransaction(logger: logger) { connection in
-            // Keys seen before, in this batch or ever.
-            var keyIDs: [String: Int64] = [:]
-            let keys = Array(Set(lines.compactMap(\.key))).sorted()
-            if !keys.isEmpty {
-                let rows = try await connection.query(
-                    "SELECT key, request_id FROM \(unescaped: s).request_keys WHERE key = ANY(\(keys)::text[])",
-                    logger: logger)
-                for try await (key, id) in rows.decode((String, Int64).self) { keyIDs[key] = id }
-            }
-            // One new id per line that is new (unkeyed, or its key's first line), in line order.
-            var fresh: [Int] = []
-            var firstOfKey = Set<String>()
-            for (index, line) in lines.enumerated() {
-                if let key = line.key {
-                    if keyIDs[key] == nil && firstOfKey.insert(key).inserted { fresh.append(index) }
-                } else {
-                    fresh.append(index)
-                }
-            }
-            var ids = [Int64](repeating: 0, count: lines.count)
-            if !fresh.isEmpty {
-                let rows = try await connection.query(
-                    "SELECT nextval('\(unescaped: s).request_ids') FROM generate_series(1, \(fresh.count))",
-                    logger: logger)
-                var allocated: [Int64] = []
-                for try await id in rows.decode(Int64.self) { allocated.append(id) }
-                allocated.sort()
-                for (index, id) in zip(fresh, allocated) { ids[index] = id }
-            }
-            // Keys in sorted order, so enqueuers racing on the same keys wait
-            // for each other instead of deadlocking; a key another enqueuer
-            // took meanwhile keeps its id, and this line is not inserted.
-            var inserted = Set(fresh)
-            let newKeys = fresh.compactMap { index in lines[index].key.map { ($0, ids[index]) } }.sorted { $0.0 < $1.0 }
-            if !newKeys.isEmpty {
-                let rows = try await connection.query("""
-                    INSERT INTO \(unescaped: s).request_keys (key, request_id)
-                    SELECT key, id FROM unnest(\(newKeys.map(\.0))::text[], \(newKeys.map(\.1))::int8[]) AS t(key, id)
-                    ORDER BY key
-                    ON CONFLICT (key) DO NOTHING RETURNING key
-                    """, logger: logger)
-                var taken = Set<String>()
-                for try await key in rows.decode(String.self) { taken.insert(key) }
-                let lost = newKeys.map(\.0).filter { !taken.contains($0) }
-                if !lost.isEmpty {
-                    let rows = try await connection.query(
-                        "SELECT key, request_id FROM \(unescaped: s).request_keys WHERE key = ANY(\(lost)::text[])",
-                        logger: logger)
-                    for try await (key, id) in rows.decode((String, Int64).self) { keyIDs[key] = id }
-                    inserted = inserted.filter { lines[$0].key.map { !lost.contains($0) } ?? true }
-                }
-                for (key, id) in newKeys where taken.contains(key) { keyIDs[key] = id }
-            }
-            for (index, line) in lines.enumerated() {
-                if let key = line.key { ids[index] = keyIDs[key] ?? 0 }
-            }
-            let rows = inserted.sorted()
-            if !rows.isEmpty {
-                try await connection.query("""
-                    INSERT INTO \(unescaped: s).requests (id, line, max_attempts)
-                    SELECT id, line, \(maxAttempts)
-                    FROM unnest(\(rows.map { ids[$0] })::int8[], \(rows.map { lines[$0].url })::text[]) AS t(id, line)
-                    """, logger: logger)
-                try await connection.query("SELECT pg_notify(\(channel), '')", logger: logger)
-            }
-            return ids
-        }
+        let rows = try await connection.query("""
+            SELECT \(unescaped: s).enqueue(\(lines.map(\.url))::text[], \(lines.map { $0.key ?? "" })::text[],
+                                          \(Int32(clamping: maxAttempts)))
+            """, logger: logger)
+        for try await ids in rows.decode([Int64].self) { return ids }
+        throw QueueError("enqueue returned no row")
     }
 
     // MARK: hosts and leases
 
-    /// Registers a host; its lease runs `lease` from now.
+    /// Registers a host, under this login (QueueFunctions); its lease runs
+    /// `lease` from now. Returns its id, drawn by the server.
     func register(name: String, lease: Duration, on connection: PostgresConnection) async throws -> Int64 {
-        let id = Int64.random(in: 1...Int64.max)
-        let rows = try await connection.query("""
-            INSERT INTO \(unescaped: s).hosts (id, name, expires_at)
-            VALUES (\(id), \(name), now() + make_interval(secs => \(lease.seconds))) RETURNING id
-            """, logger: logger)
+        let rows = try await connection.query(
+            "SELECT \(unescaped: s).register_host(\(name), \(lease.seconds))", logger: logger)
         for try await id in rows.decode(Int64.self) { return id }
         throw QueueError("registering the host returned no row")
     }
@@ -107,27 +54,18 @@ struct QueueStore: Sendable {
     /// Extends the host's lease; false when its row is gone (another host
     /// found it expired and returned its requests to the queue).
     func heartbeat(host: Int64, lease: Duration, on connection: PostgresConnection) async throws -> Bool {
-        let rows = try await connection.query("""
-            UPDATE \(unescaped: s).hosts SET expires_at = now() + make_interval(secs => \(lease.seconds))
-            WHERE id = \(host) RETURNING id
-            """, logger: logger)
-        for try await _ in rows.decode(Int64.self) { return true }
+        let rows = try await connection.query(
+            "SELECT \(unescaped: s).heartbeat(\(host), \(lease.seconds))", logger: logger)
+        for try await live in rows.decode(Bool.self) { return live }
         return false
     }
 
     /// Leaves: the host's row goes, and so does any lease it still holds
     /// (those requests run again elsewhere).
     func unregister(host: Int64, on connection: PostgresConnection) async throws -> Int {
-        try await connection.withTransaction(logger: logger) { connection in
-            let rows = try await connection.query("""
-                UPDATE \(unescaped: s).requests SET leased_by = NULL, alone = false WHERE leased_by = \(host) RETURNING id
-                """, logger: logger)
-            var released = 0
-            for try await _ in rows.decode(Int64.self) { released += 1 }
-            try await connection.query("DELETE FROM \(unescaped: s).hosts WHERE id = \(host)", logger: logger)
-            if released > 0 { try await connection.query("SELECT pg_notify(\(channel), '')", logger: logger) }
-            return released
-        }
+        let rows = try await connection.query("SELECT \(unescaped: s).unregister_host(\(host))", logger: logger)
+        for try await released in rows.decode(Int32.self) { return Int(released) }
+        return 0
     }
 
     /// Expired hosts are removed. Their requests go back to the queue as
@@ -136,30 +74,22 @@ struct QueueStore: Sendable {
     /// outcome. Returns (returned to the queue, dead).
     func rescue(recordedBy host: String, on connection: PostgresConnection) async throws -> (Int, Int) {
         try await connection.withTransaction(logger: logger) { connection in
-            try await connection.query(
-                "DELETE FROM \(unescaped: s).hosts WHERE expires_at < now()", logger: logger)
-            // Leases of hosts that are gone, however they went.
-            let orphaned = """
-                leased_by IS NOT NULL AND NOT EXISTS (SELECT 1 FROM \(s).hosts h WHERE h.id = leased_by)
-                """
-            let released = try await connection.query(PostgresQuery(unsafeSQL: """
-                UPDATE \(s).requests SET leased_by = NULL, suspect = true, strikes = strikes + alone::int, alone = false
-                WHERE \(orphaned) AND strikes + alone::int < max_attempts RETURNING id
-                """), logger: logger)
+            // The function returns to the queue what it may, and locks and
+            // returns the rest, out of strikes: dead, with an outcome written
+            // here and recorded by `record_dead`, which retires only such requests.
+            let rescued = try await connection.query(
+                "SELECT returned, dead_ids, dead_lines, dead_strikes FROM \(unescaped: s).rescue()", logger: logger)
             var returned = 0
-            for try await _ in released.decode(Int64.self) { returned += 1 }
-            // The rest are out of strikes: dead, with an outcome written here
-            // and recorded by `record_dead`, which retires only such requests.
-            let exhausted = try await connection.query(PostgresQuery(unsafeSQL: """
-                SELECT id, line, strikes + alone::int FROM \(s).requests WHERE \(orphaned) FOR UPDATE
-                """), logger: logger)
             var ids: [Int64] = [], outcomes: [String] = [], params: [String] = [], callbacks: [String] = []
-            for try await (id, line, strikes) in exhausted.decode((Int64, String, Int32).self) {
-                let record = DeadRequest.record(line: line, strikes: Int(strikes))
-                ids.append(id)
-                outcomes.append(record.outcome.kind.rawValue)
-                params.append(StoredParameters.encode(record.outcome.parameters))
-                callbacks.append(record.callback ?? "")
+            for try await (count, deadIDs, lines, strikes) in rescued.decode((Int32, [Int64], [String], [Int32]).self) {
+                returned = Int(count)
+                for (id, (line, strikes)) in zip(deadIDs, zip(lines, strikes)) {
+                    let record = DeadRequest.record(line: line, strikes: Int(strikes))
+                    ids.append(id)
+                    outcomes.append(record.outcome.kind.rawValue)
+                    params.append(StoredParameters.encode(record.outcome.parameters))
+                    callbacks.append(record.callback ?? "")
+                }
             }
             var dead = 0
             if !ids.isEmpty {
@@ -169,7 +99,6 @@ struct QueueStore: Sendable {
                     """, logger: logger)
                 for try await count in rows.decode(Int32.self) { dead = Int(count) }
             }
-            if returned > 0 { try await connection.query("SELECT pg_notify(\(channel), '')", logger: logger) }
             return (returned, dead)
         }
     }
@@ -181,8 +110,10 @@ struct QueueStore: Sendable {
         var requests: [ClaimedRequest] = []
         /// The host's lease had run out: it claimed nothing and must register again.
         var hostGone = false
-        /// Suspects wait: they run alone, before more work is claimed.
-        var suspectsWaiting = false
+        /// Suspects wait to run alone (`isolate`), before more work is claimed.
+        var isolatedWaiting = false
+        /// Suspects wait to run beside other work.
+        var besideWaiting = false
     }
 
     /// The claim connection's planner settings. The claim wants the oldest
@@ -201,40 +132,54 @@ struct QueueStore: Sendable {
     /// extends. Each claim raises the request's attempt, and the lease is
     /// (host, attempt): that fences every earlier holder.
     func claim(limit: Int, host: Int64, lease: Duration, on connection: PostgresConnection) async throws -> Claim {
-        try await claim(limit: limit, host: host, lease: lease, suspects: false, on: connection)
+        try await claim(.fresh, limit: limit, host: host, lease: lease, on: connection)
     }
 
-    /// Leases one suspect, alone: the host runs nothing else meanwhile.
+    /// Leases up to `limit` suspects back from one dead host, to run beside
+    /// other work (QueueFunctions).
+    func claimBeside(limit: Int, host: Int64, lease: Duration, on connection: PostgresConnection) async throws -> Claim {
+        try await claim(.beside, limit: limit, host: host, lease: lease, on: connection)
+    }
+
+    /// Leases one suspect to run alone: the host runs nothing else meanwhile.
     func claimSuspect(host: Int64, lease: Duration, on connection: PostgresConnection) async throws -> Claim {
-        try await claim(limit: 1, host: host, lease: lease, suspects: true, on: connection)
+        try await claim(.alone, limit: 1, host: host, lease: lease, on: connection)
     }
 
-    private func claim(limit: Int, host: Int64, lease: Duration, suspects: Bool,
+    private func claim(_ kind: QueueSchema.ClaimKind, limit: Int, host: Int64, lease: Duration,
                        on connection: PostgresConnection) async throws -> Claim {
-        let rows = try await connection.query("""
-            WITH live AS (
-                UPDATE \(unescaped: s).hosts SET expires_at = now() + make_interval(secs => \(lease.seconds))
-                WHERE id = \(host) AND expires_at > now() RETURNING id),
-            next AS (
-                SELECT id FROM \(unescaped: s).requests
-                WHERE leased_by IS NULL AND suspect = \(suspects) AND EXISTS (SELECT 1 FROM live)
-                ORDER BY id LIMIT \(limit) FOR UPDATE SKIP LOCKED),
-            claimed AS (
-                UPDATE \(unescaped: s).requests r
-                SET leased_by = \(host), attempt = r.attempt + 1, leased_at = now(), alone = \(suspects)
-                FROM next WHERE r.id = next.id
-                RETURNING r.id, r.line, r.attempt)
-            SELECT id, line, attempt, 0 FROM claimed
-            UNION ALL SELECT 0, '', 0, 1 WHERE NOT EXISTS (SELECT 1 FROM live)
-            UNION ALL SELECT 0, '', 0, 2 WHERE EXISTS (
-                SELECT 1 FROM \(unescaped: s).requests WHERE leased_by IS NULL AND suspect)
-            """, logger: logger)
+        // In one row, as every answer of a host's (see the type's comment).
+        let answer = """
+            SELECT coalesce(array_agg(claimed_id) FILTER (WHERE marker = 0), '{}'),
+                   coalesce(array_agg(claimed_line) FILTER (WHERE marker = 0), '{}'),
+                   coalesce(array_agg(claimed_attempt) FILTER (WHERE marker = 0), '{}'),
+                   coalesce(bool_or(marker = 1), false), coalesce(bool_or(marker = 2), false),
+                   coalesce(bool_or(marker = 3), false)
+            """
+        let rows: PostgresRowSequence
+        switch kind {
+        case .fresh:
+            rows = try await connection.query("""
+                \(unescaped: answer) FROM \(unescaped: s).claim(\(host), \(Int32(clamping: limit)), \(lease.seconds))
+                """, logger: logger)
+        case .beside:
+            rows = try await connection.query("""
+                \(unescaped: answer) FROM \(unescaped: s).claim_beside(\(host), \(Int32(clamping: limit)), \(lease.seconds))
+                """, logger: logger)
+        case .alone:
+            rows = try await connection.query("""
+                \(unescaped: answer) FROM \(unescaped: s).claim_suspect(\(host), \(lease.seconds))
+                """, logger: logger)
+        }
         var claim = Claim()
-        for try await (id, line, attempt, marker) in rows.decode((Int64, String, Int32, Int32).self) {
-            switch marker {
-            case 1: claim.hostGone = true
-            case 2: claim.suspectsWaiting = true
-            default: claim.requests.append(ClaimedRequest(id: id, line: line, attempt: attempt, host: host))
+        for try await (ids, lines, attempts, gone, isolated, beside)
+            in rows.decode(([Int64], [String], [Int32], Bool, Bool, Bool).self) {
+            claim.hostGone = gone
+            claim.isolatedWaiting = isolated
+            claim.besideWaiting = beside
+            for (id, (line, attempt)) in zip(ids, zip(lines, attempts)) {
+                claim.requests.append(ClaimedRequest(id: id, line: line, attempt: attempt, host: host,
+                                                     beside: kind == .beside))
             }
         }
         claim.requests.sort { $0.id < $1.id }
@@ -249,13 +194,16 @@ struct QueueStore: Sendable {
     /// on its way is not among them.
     func held(by host: Int64, olderThan: Duration = .zero, on connection: PostgresConnection) async throws -> [ClaimedRequest] {
         let rows = try await connection.query("""
-            SELECT id, line, attempt FROM \(unescaped: s).requests
+            SELECT coalesce(array_agg(id ORDER BY id), '{}'), coalesce(array_agg(line ORDER BY id), '{}'),
+                   coalesce(array_agg(attempt ORDER BY id), '{}')
+            FROM \(unescaped: s).requests
             WHERE leased_by = \(host) AND leased_at <= now() - make_interval(secs => \(olderThan.seconds))
-            ORDER BY id
             """, logger: logger)
         var held: [ClaimedRequest] = []
-        for try await (id, line, attempt) in rows.decode((Int64, String, Int32).self) {
-            held.append(ClaimedRequest(id: id, line: line, attempt: attempt, host: host))
+        for try await (ids, lines, attempts) in rows.decode(([Int64], [String], [Int32]).self) {
+            for (id, (line, attempt)) in zip(ids, zip(lines, attempts)) {
+                held.append(ClaimedRequest(id: id, line: line, attempt: attempt, host: host))
+            }
         }
         return held
     }
@@ -266,12 +214,9 @@ struct QueueStore: Sendable {
     func release(_ requests: [ClaimedRequest], on connection: PostgresConnection) async throws {
         guard !requests.isEmpty else { return }
         try await connection.query("""
-            UPDATE \(unescaped: s).requests r SET leased_by = NULL, attempt = r.attempt - 1, alone = false
-            FROM unnest(\(requests.map(\.id))::int8[], \(requests.map(\.attempt))::int4[], \(requests.map(\.host))::int8[])
-                AS f(id, attempt, host)
-            WHERE r.id = f.id AND r.attempt = f.attempt AND r.leased_by + 0 = f.host
+            SELECT \(unescaped: s).release(\(requests.map(\.id))::int8[], \(requests.map(\.attempt))::int4[],
+                                          \(requests.map(\.host))::int8[])
             """, logger: logger)
-        try await connection.query("SELECT pg_notify(\(channel), '')", logger: logger)
     }
 
     /// Records outcomes and retires their requests in one statement, for
@@ -279,13 +224,13 @@ struct QueueStore: Sendable {
     /// attempt). Returns the ids recorded; the others were fenced off.
     func record(_ outcomes: [FinishedRequest], host: String, on connection: PostgresConnection) async throws -> Set<Int64> {
         let rows = try await connection.query("""
-            SELECT \(unescaped: s).record_outcomes(
+            SELECT coalesce(array_agg(id), '{}') FROM \(unescaped: s).record_outcomes(
                 \(outcomes.map(\.id))::int8[], \(outcomes.map(\.attempt))::int4[], \(outcomes.map(\.host))::int8[],
                 \(outcomes.map(\.outcome))::text[], \(outcomes.map(\.params))::text[], \(outcomes.map(\.callback))::text[],
-                \(host))
+                \(host)) AS id
             """, logger: logger)
         var recorded = Set<Int64>()
-        for try await id in rows.decode(Int64.self) { recorded.insert(id) }
+        for try await ids in rows.decode([Int64].self) { recorded.formUnion(ids) }
         // Report nothing recorded that the server may still roll back.
         if !recorded.isEmpty { try await confirmCommit(on: connection) }
         return recorded
@@ -313,21 +258,24 @@ struct QueueStore: Sendable {
     /// process counts as this host).
     func fenced(_ ids: [Int64], host: Int64, name: String, on connection: PostgresConnection) async throws -> FencedRequests {
         let rows = try await connection.query("""
-            SELECT CASE WHEN o.request_id IS NOT NULL THEN 0 WHEN r.id IS NULL THEN 1 WHEN r.leased_by IS NULL THEN 2
-                        WHEN r.leased_by = \(host) OR h.name = \(name) THEN 3 ELSE 4 END
+            SELECT coalesce(array_agg(
+                CASE WHEN o.request_id IS NOT NULL THEN 0 WHEN r.id IS NULL THEN 1 WHEN r.leased_by IS NULL THEN 2
+                     WHEN r.leased_by = \(host) OR h.name = \(name) THEN 3 ELSE 4 END), '{}')
             FROM unnest(\(ids)::int8[]) AS f(id)
             LEFT JOIN \(unescaped: s).outcomes o ON o.request_id = f.id
             LEFT JOIN \(unescaped: s).requests r ON r.id = f.id
             LEFT JOIN \(unescaped: s).hosts h ON h.id = r.leased_by
             """, logger: logger)
         var fenced = FencedRequests()
-        for try await place in rows.decode(Int32.self) {
-            switch place {
-            case 0: fenced.recorded += 1
-            case 1: fenced.gone += 1
-            case 2: fenced.queued += 1
-            case 3: fenced.here += 1
-            default: fenced.elsewhere += 1
+        for try await places in rows.decode([Int32].self) {
+            for place in places {
+                switch place {
+                case 0: fenced.recorded += 1
+                case 1: fenced.gone += 1
+                case 2: fenced.queued += 1
+                case 3: fenced.here += 1
+                default: fenced.elsewhere += 1
+                }
             }
         }
         return fenced
@@ -337,45 +285,92 @@ struct QueueStore: Sendable {
     /// a lost connection, the ones whose transaction did commit.
     func alreadyRecorded(_ outcomes: [FinishedRequest], host: String, on connection: PostgresConnection) async throws -> Set<Int64> {
         let rows = try await connection.query("""
-            SELECT o.request_id FROM \(unescaped: s).outcomes o
+            SELECT coalesce(array_agg(o.request_id), '{}') FROM \(unescaped: s).outcomes o
             JOIN unnest(\(outcomes.map(\.id))::int8[], \(outcomes.map(\.attempt))::int4[]) AS f(id, attempt)
               ON o.request_id = f.id AND o.attempts = f.attempt
             WHERE o.host = \(host)
             """, logger: logger)
         var recorded = Set<Int64>()
-        for try await id in rows.decode(Int64.self) { recorded.insert(id) }
+        for try await ids in rows.decode([Int64].self) { recorded.formUnion(ids) }
         return recorded
     }
 
     // MARK: reading and operations
 
     /// Up to `limit` committed outcomes after `cursor`, by recording
-    /// transaction then position, and the snapshot's horizon: every
-    /// transaction below it has ended, so no outcome below it can still
-    /// appear (see `OutcomeReader`).
+    /// transaction then position, and the snapshot's horizon: no outcome
+    /// of a transaction below it can still appear (see `OutcomeReader`).
+    ///
+    /// The horizon is the oldest transaction still running, as the
+    /// statement's snapshot sees it, that may write this database: one
+    /// that `pg_stat_activity` shows running in another database never
+    /// writes this queue, so it does not hold the horizon back (the
+    /// snapshot's own `xmin` is cluster-wide: a transaction left open in
+    /// another database held every follower back). One not found there
+    /// has ended since the snapshot, or is prepared: it holds the horizon
+    /// back for this read. Without any, the snapshot's `xmax`.
+    ///
+    /// In one row, as a host's answers (see the type's comment): a page of
+    /// `limit` outcomes, cut short after 256 MB of lines (at least one),
+    /// under the server's 1 GB for a value. `full`: the page was not the
+    /// last, whether cut short or not.
     func outcomes(after cursor: OutcomeCursor, limit: Int, on connection: PostgresConnection) async throws
-        -> (outcomes: [StoredOutcome], horizon: UInt64) {
+        -> (outcomes: [StoredOutcome], horizon: UInt64, full: Bool) {
         let rows = try await connection.query("""
-            SELECT o.recorded_by_xact::text AS xact, o.position, o.request_id, o.line, o.outcome, o.params,
-                   coalesce(o.callback, ''), o.attempts, o.dead, pg_snapshot_xmin(pg_current_snapshot())::text
-            FROM \(unescaped: s).outcomes o
-            WHERE (o.recorded_by_xact, o.position) > (\(cursor.transaction)::xid8, \(cursor.position))
-            ORDER BY o.recorded_by_xact, o.position LIMIT \(limit)
+            WITH horizon AS MATERIALIZED (
+                SELECT coalesce(
+                    (SELECT x FROM pg_snapshot_xip(pg_current_snapshot()) AS x
+                     WHERE NOT EXISTS (
+                         SELECT 1 FROM pg_stat_activity a
+                         WHERE a.backend_xid = xid(x)
+                           AND a.datid <> (SELECT d.oid FROM pg_database d WHERE d.datname = current_database()))
+                     ORDER BY x LIMIT 1),
+                    pg_snapshot_xmax(pg_current_snapshot()))::text AS xact),
+            read AS (
+                SELECT o.*, sum(octet_length(o.line) + octet_length(o.params) + coalesce(octet_length(o.callback), 0))
+                    OVER (ORDER BY o.recorded_by_xact, o.position) AS bytes
+                FROM (SELECT * FROM \(unescaped: s).outcomes o
+                      WHERE (o.recorded_by_xact, o.position) > (\(cursor.transaction)::xid8, \(cursor.position))
+                      ORDER BY o.recorded_by_xact, o.position LIMIT \(limit)) o),
+            page AS (
+                SELECT * FROM read r
+                WHERE r.bytes <= 268435456 OR (r.recorded_by_xact, r.position) = (
+                    SELECT f.recorded_by_xact, f.position FROM read f ORDER BY f.recorded_by_xact, f.position LIMIT 1))
+            SELECT coalesce(array_agg(p.recorded_by_xact::text ORDER BY p.recorded_by_xact, p.position), '{}'),
+                   coalesce(array_agg(p.position ORDER BY p.recorded_by_xact, p.position), '{}'),
+                   coalesce(array_agg(p.request_id ORDER BY p.recorded_by_xact, p.position), '{}'),
+                   coalesce(array_agg(p.line ORDER BY p.recorded_by_xact, p.position), '{}'),
+                   coalesce(array_agg(p.outcome ORDER BY p.recorded_by_xact, p.position), '{}'),
+                   coalesce(array_agg(p.params ORDER BY p.recorded_by_xact, p.position), '{}'),
+                   coalesce(array_agg(coalesce(p.callback, '') ORDER BY p.recorded_by_xact, p.position), '{}'),
+                   coalesce(array_agg(p.attempts ORDER BY p.recorded_by_xact, p.position), '{}'),
+                   coalesce(array_agg(p.dead ORDER BY p.recorded_by_xact, p.position), '{}'),
+                   (SELECT h.xact FROM horizon h),
+                   (SELECT count(*) FROM read) = \(limit) OR count(*) < (SELECT count(*) FROM read)
+            FROM page p
             """, logger: logger)
         var outcomes: [StoredOutcome] = []
         var horizon: UInt64 = 0
-        for try await (xact, position, id, line, outcome, params, callback, attempts, dead, xmin)
-            in rows.decode((String, Int64, Int64, String, String, String, String, Int32, Bool, String).self) {
-            horizon = UInt64(xmin) ?? 0
-            outcomes.append(StoredOutcome(
-                cursor: OutcomeCursor(transaction: xact, position: position), requestID: id, line: line,
-                kind: OutcomeKind(rawValue: outcome) ?? .error, params: params,
-                callback: callback.isEmpty ? nil : callback, attempts: Int(attempts), dead: dead))
+        var full = false
+        for try await (xacts, positions, ids, lines, kinds, params, callbacks, attempts, dead, safeBelow, more)
+            in rows.decode(([String], [Int64], [Int64], [String], [String], [String], [String], [Int32], [Bool], String, Bool).self) {
+            horizon = UInt64(safeBelow) ?? 0
+            full = more
+            // Arrays of one page, of one length; a shorter one is never indexed past.
+            let count = [xacts.count, positions.count, lines.count, kinds.count, params.count, callbacks.count,
+                         attempts.count, dead.count, ids.count].min() ?? 0
+            for index in 0..<count {
+                outcomes.append(StoredOutcome(
+                    cursor: OutcomeCursor(transaction: xacts[index], position: positions[index]), requestID: ids[index],
+                    line: lines[index], kind: OutcomeKind(rawValue: kinds[index]) ?? .error, params: params[index],
+                    callback: callbacks[index].isEmpty ? nil : callbacks[index], attempts: Int(attempts[index]),
+                    dead: dead[index]))
+            }
         }
-        return (outcomes, horizon)
+        return (outcomes, horizon, full)
     }
 
-    /// The cursor just before request `id`'s outcome, for `--since`.
+    /// The cursor of request `id`'s outcome, for `outcomes --after`.
     func cursor(before id: Int64, on connection: PostgresConnection) async throws -> OutcomeCursor? {
         let rows = try await connection.query("""
             SELECT recorded_by_xact::text AS xact, position FROM \(unescaped: s).outcomes WHERE request_id = \(id)
@@ -431,8 +426,8 @@ struct QueueStore: Sendable {
                     DELETE FROM \(unescaped: s).outcomes
                     WHERE dead AND (\(ids == nil) OR request_id = ANY(\(ids ?? [])::int8[]))
                     RETURNING request_id, line, attempts)
-                INSERT INTO \(unescaped: s).requests (id, line, max_attempts, attempt, suspect)
-                SELECT request_id, line, \(maxAttempts), attempts, true FROM revived
+                INSERT INTO \(unescaped: s).requests (id, line, max_attempts, attempt, suspect, isolate)
+                SELECT request_id, line, \(maxAttempts), attempts, true, true FROM revived
                 RETURNING id
                 """, logger: logger)
             var revived: [Int64] = []

@@ -21,7 +21,7 @@ struct QueueCommand: ParsableCommand {
             consume it with `xcallback run --queue`, read outcomes with `xcallback outcomes`.
             """,
         subcommands: [QueueInitCommand.self, QueueStatusCommand.self, QueueDeadCommand.self,
-                      QueueRetryCommand.self, QueuePruneCommand.self])
+                      QueueRetryCommand.self, QueuePruneCommand.self, QueueURLCommand.self])
 }
 
 /// The queue argument and options every `queue` subcommand shares.
@@ -82,13 +82,13 @@ struct QueueInitCommand: ParsableCommand {
 
     @Flag(help: ArgumentHelp(
         "Print, instead, the SQL that creates roles for hosts, enqueuers and readers with only what each needs; run it as the owner.",
-        discussion: "The roles are SCHEMA_host, SCHEMA_enqueue and SCHEMA_reader (xcallback_host … by default); see docs/queue.md."))
+        discussion: "The roles are DATABASE.SCHEMA.host, DATABASE.SCHEMA.enqueue and DATABASE.SCHEMA.reader (\"jobs.xcallback.host\" … for a queue in database jobs); see docs/queue.md."))
     var printGrants = false
 
     func run() throws {
         if printGrants {
             do {
-                print(QueueGrants.sql(schema: try QueueLocation(parsing: options.queue).schema), terminator: "")
+                print(try QueueGrants.sql(for: try QueueLocation(parsing: options.queue)), terminator: "")
             } catch {
                 throw Failure.exit(error.message)
             }
@@ -183,6 +183,29 @@ struct QueueRetryCommand: ParsableCommand {
     }
 }
 
+struct QueueURLCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "url",
+        abstract: "Print the queue's connection as a URL, never with its password; with --psql, one that psql accepts.",
+        discussion: """
+            The URL is read as every queue command reads it (PG* variables and defaults fill in what it \
+            leaves out) and printed in full. psql refuses the schema option of a queue URL: \
+            psql -v ON_ERROR_STOP=1 "$(xcallback queue url "$QUEUE" --psql)" connects to the queue's \
+            database, its password taken from PGPASSWORD or ~/.pgpass.
+            """)
+
+    @Argument(help: ArgumentHelp("The queue's database: a postgresql:// URL (empty: PG* variables and defaults).", valueName: "queue"))
+    var queue: String
+
+    @Flag(help: "A URL for psql and libpq: without the schema option.")
+    var psql = false
+
+    func run() throws {
+        let location = try queueOperation { () throws(QueueError) in try QueueLocation(parsing: queue) }
+        print(psql ? location.libpqURL : location.description)
+    }
+}
+
 struct QueuePruneCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "prune",
@@ -224,7 +247,7 @@ struct EnqueueCommand: ParsableCommand {
     @Option(help: ArgumentHelp("The queue's database: a postgresql:// URL.", valueName: "url"))
     var queue: String
 
-    @Option(name: .customLong("max-attempts"), help: "Hosts a request may take down while it runs alone (after a host died holding it) before it is dead.")
+    @Option(name: .customLong("max-attempts"), help: "Hosts a request may take down while it runs alone (once a host died holding it beside others) before it is dead.")
     var maxAttempts: Int = defaultMaxAttempts
 
     @Option(name: .customLong("max-line-bytes"), help: "Longest accepted request line.")
@@ -237,6 +260,9 @@ struct EnqueueCommand: ParsableCommand {
 
     func validate() throws {
         if maxAttempts < 1 { throw ValidationError("--max-attempts must be at least 1") }
+        if !(16...EnqueueLine.maxLineBytes).contains(maxLineBytes) {
+            throw ValidationError("--max-line-bytes must be from 16 to \(EnqueueLine.maxLineBytes) (the queue's own limit)")
+        }
     }
 
     func run() throws {
@@ -290,7 +316,7 @@ struct EnqueueCommand: ParsableCommand {
     struct EnqueueLineError: Error { let message: String }
 
     /// The longest idempotency key, in bytes.
-    static let maxKeyBytes = 1_024
+    static let maxKeyBytes = EnqueueLine.maxKeyBytes
 
     /// A line without leading and trailing spaces and tabs, as `run` trims it.
     static func trimmed(_ line: [UInt8]) -> ArraySlice<UInt8> {
@@ -378,21 +404,24 @@ struct LineSplitter: Sequence, IteratorProtocol {
     }
 }
 
-/// `xcallback outcomes --queue URL [--follow] [--since ID]`.
+/// `xcallback outcomes --queue URL [--follow] [--after ID]`.
 struct OutcomesCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "outcomes",
         abstract: "Print a queue's recorded outcomes, in the record formats of `run`.",
         discussion: """
-            Records come in the order they were recorded. With --since ID, only those recorded after \
-            request ID's; with --follow, new ones as they are recorded, until SIGINT or SIGTERM.
+            Records come in the order they were recorded. With --after ID, only those recorded after \
+            request ID's; with --follow, new ones as they are recorded, until SIGINT or SIGTERM. A follower \
+            prints an outcome once no transaction that could come before it is still running, so \
+            --after the last ID it printed takes over from it with no outcome skipped or repeated.
             """)
 
     @Option(help: ArgumentHelp("The queue's database: a postgresql:// URL.", valueName: "url"))
     var queue: String
 
-    @Option(help: ArgumentHelp("Only outcomes recorded after request ID's outcome.", valueName: "id"))
-    var since: Int64?
+    @Option(name: [.customLong("after"), .customLong("since")],
+            help: ArgumentHelp("Only outcomes recorded after request ID's outcome (--since is the same).", valueName: "id"))
+    var after: Int64?
 
     @Flag(name: [.short, .long], help: "Keep printing outcomes as they are recorded.")
     var follow = false
@@ -414,9 +443,9 @@ struct OutcomesCommand: ParsableCommand {
         let client = try connecting.client(queue) { stopped.load(ordering: .acquiring) }
         defer { client.close() }
         var cursor = OutcomeCursor.start
-        if let since {
+        if let after {
             do {
-                cursor = try client.cursor(after: since)
+                cursor = try client.cursor(after: after)
             } catch {
                 if stopped.load(ordering: .acquiring) { return }
                 throw Failure.exit(error.message)
@@ -425,27 +454,70 @@ struct OutcomesCommand: ParsableCommand {
         let format = output.value
         var reader = OutcomeReader(client: client, after: cursor)
         var readerGone = false
+        // Since when the connection has been lost, while following.
+        var lostSince: ContinuousClock.Instant?
         while true {
             do {
-                try reader.pass { page in
+                let write = { (page: [StoredOutcome]) throws in
                     var bytes: [UInt8] = []
-                    for outcome in page { format.write(outcome.record, to: &bytes) }
+                    for outcome in page { Self.write(outcome, as: format, to: &bytes) }
                     if !RecordWrite.all(1, bytes) { throw ReaderGone() }
                 }
+                // Following, only what is safe to give (OutcomeReader); a
+                // listing, everything committed.
+                if follow { try reader.pass(write) } else { try reader.all(write) }
+                lostSince = nil
             } catch is ReaderGone {
                 readerGone = true
+            } catch let error as QueueError
+                        where follow && error.connectionLost && connecting.waitForDatabase > 0 && !stopped.load(ordering: .acquiring) {
+                // A restart or a terminated backend: the reader keeps its
+                // place, so reading on after reconnecting neither skips nor
+                // repeats an outcome. Given up after --wait-for-database.
+                let now = ContinuousClock.now
+                if lostSince == nil {
+                    lostSince = now
+                    Diagnostics.console.write("xcallback: outcomes: \(error.message); reconnecting for up to \(String(format: "%g", connecting.waitForDatabase)) s (--wait-for-database)\n")
+                }
+                if let lostSince, now - lostSince >= .milliseconds(Int64(connecting.waitForDatabase * 1000)) {
+                    throw Failure.exit(error.message)
+                }
+                client.pause(.milliseconds(200))
+                continue
             } catch let error as QueueError {
                 // A stop while waiting for the database is a stop, not a failure.
                 if stopped.load(ordering: .acquiring) { return }
                 throw Failure.exit(error.message)
             }
             if readerGone || !follow { return }  // a closed stdout ends it quietly
-            for _ in 0..<5 where !stopped.load(ordering: .acquiring) { client.pause(.milliseconds(100)) }
-            if stopped.load(ordering: .acquiring) { return }
+            // Idle, it writes nothing, so a reader that left (`| head -5`)
+            // is seen here, not only at the next write.
+            for _ in 0..<5 where !stopped.load(ordering: .acquiring) && !Self.outputClosed() {
+                client.pause(.milliseconds(100))
+            }
+            if stopped.load(ordering: .acquiring) || Self.outputClosed() { return }
         }
     }
 
     private struct ReaderGone: Error {}
+
+    /// `run`'s record; in jsonl led by the request's `id`, the one
+    /// `--after` takes (a callback URL has no room for it).
+    static func write(_ outcome: StoredOutcome, as format: OutputFormat, to bytes: inout [UInt8]) {
+        guard format == .jsonl else { return format.write(outcome.record, to: &bytes) }
+        var record: [UInt8] = []
+        format.write(outcome.record, to: &record)
+        bytes.append(contentsOf: #"{"id":\#(outcome.requestID),"#.utf8)
+        bytes.append(contentsOf: record.dropFirst())  // its own "{"
+    }
+
+    /// Whether stdout's reader has gone without a write to find it out: a
+    /// pipe whose read end is closed polls as POLLERR, a socket shut down
+    /// as POLLHUP. A file or a terminal never does.
+    static func outputClosed() -> Bool {
+        var entry = pollfd(fd: 1, events: 0, revents: 0)
+        return poll(&entry, 1, 0) == 1 && entry.revents & Int16(POLLERR | POLLHUP) != 0
+    }
 }
 
 /// What `queue prune` says while it works, on stderr: on a terminal, a

@@ -172,12 +172,13 @@ struct QueueFenceTests {
         let grants = try xcallback(["queue", "init", owner, "--print-grants"])
         try #require(grants.status == .exited(0), "\(grants.stderr)")
         try TestPostgres.psql(owner, grants.stdout)
-        // Logins of each group role (cluster-wide names, so this process's own).
+        // Logins of each group role of this queue (cluster-wide names, so this process's own).
         let suffix = "\(getpid())_\(UInt32.random(in: 0...UInt32.max))"
         var url: [String: String] = [:]
-        for (login, group) in [("h", "xcallback_host"), ("e", "xcallback_enqueue"), ("r", "xcallback_reader")] {
+        let database = QueueRoleTests.databaseName(owner)
+        for (login, group) in [("h", "host"), ("e", "enqueue"), ("r", "reader")] {
             let name = "xcb_\(login)_\(suffix)"
-            try TestPostgres.psql(owner, "CREATE ROLE \(name) LOGIN IN ROLE \(group)")
+            try TestPostgres.psql(owner, "CREATE ROLE \(name) LOGIN IN ROLE \"\(database).xcallback.\(group)\"")
             url[login] = owner.replacingOccurrences(of: "postgresql://xcallback@", with: "postgresql://\(name)@")
         }
         let (hostURL, enqueueURL, readerURL) = (url["h"]!, url["e"]!, url["r"]!)
@@ -206,6 +207,11 @@ struct QueueFenceTests {
             "UPDATE xcallback.requests SET line = 'forged://x-callback-url/x'",
             "DELETE FROM xcallback.requests",
             "INSERT INTO xcallback.requests (id, line, max_attempts) VALUES (424242, 'forged://', 1)",
+            "UPDATE xcallback.requests SET leased_by = 42",
+            "UPDATE xcallback.requests SET attempt = 0, strikes = 0",
+            "INSERT INTO xcallback.hosts (id, name, expires_at) VALUES (42, 'forged:1', now())",
+            "UPDATE xcallback.hosts SET expires_at = now()",
+            "DELETE FROM xcallback.hosts",
             "DELETE FROM xcallback.request_keys",
         ]
         for statement in forbidden {
@@ -238,7 +244,7 @@ struct QueueFenceTests {
         let status = try QueueTests.status(readerURL)
         #expect(status["done"] == 5 && status["ready"] == 0 && status["leased"] == 0, "\(status)")
         #expect(try TestPostgres.psql(owner, "SELECT attempts FROM xcallback.outcomes WHERE request_id = \(ids.lines[2])") == "2")
-        #expect(try TestPostgres.psql(owner, "SELECT max(version) FROM xcallback.schema_migrations") == "3")
+        #expect(try TestPostgres.psql(owner, "SELECT max(version) FROM xcallback.schema_migrations") == "4")
         // The owner still does everything, pruning included.
         let pruned = try xcallback(["queue", "prune", owner, "--retention", "86400"])
         #expect(pruned.status == .exited(0), "\(pruned.stderr)")

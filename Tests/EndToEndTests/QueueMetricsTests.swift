@@ -81,7 +81,7 @@ struct QueueMetricsTests {
         Self.stop(host)
     }
 
-    @Test("a host killed while it runs a request: the next host returns it to the queue and runs it again (a re-run); killed again while it runs it alone, the third retires it dead")
+    @Test("a host killed while it runs a request: the next host returns it to the queue and runs it again (a re-run), beside other work, then alone; killed running it alone, the fourth retires it dead")
     func rerunAndDead() throws {
         let queue = try TestPostgres.initializedDatabase()
         // One attempt: a request whose host dies while it runs alone is dead.
@@ -98,32 +98,38 @@ struct QueueMetricsTests {
         #expect(first.waitForExit(timeout: 30) == .signaled(SIGKILL))
 
         // The second returns it to the queue once the first's lease runs
-        // out, and runs it again, alone (attempt 2).
-        let secondMetrics = fixture.scratch.file("second.sock")
-        let second = try Self.startHost(fixture, queue, metrics: secondMetrics, ["--timeout", "600"])
-        let (rerun, samples) = Scrape.waitFor(unix: secondMetrics, timeout: 30) { samples in
-            samples[Self.queue("reruns")] == 1
+        // out, and runs it again beside other work (attempt 2); the third
+        // finds it held by a host that died running it so, and runs it
+        // alone (attempt 3). Each is killed running it.
+        for (round, name) in ["second", "third"].enumerated() {
+            let metrics = fixture.scratch.file("\(name).sock")
+            let host = try Self.startHost(fixture, queue, metrics: metrics, ["--timeout", "600"])
+            let (rerun, samples) = Scrape.waitFor(unix: metrics, timeout: 30) { samples in
+                samples[Self.queue("reruns")] == 1
+            }
+            #expect(rerun, "\(name): \(samples.filter { $0.key.hasPrefix("xcallback_queue") }) \(host.stderr)")
+            #expect(samples[Self.queue("claimed")] == 1)
+            #expect(samples[Self.queue("rescued")] == 1)
+            #expect(samples[Self.queue("recorded")] == 0)
+            #expect(samples[Self.queue("dead")] == 0)
+            let alone = try TestPostgres.psql(queue, "SELECT alone FROM xcallback.requests")
+            #expect(alone == (round == 0 ? "f" : "t"), "\(name)")
+            host.send(signal: SIGKILL)
+            #expect(host.waitForExit(timeout: 30) == .signaled(SIGKILL))
         }
-        #expect(rerun, "\(samples.filter { $0.key.hasPrefix("xcallback_queue") }) \(second.stderr)")
-        #expect(samples[Self.queue("claimed")] == 1)
-        #expect(samples[Self.queue("rescued")] == 1)
-        #expect(samples[Self.queue("recorded")] == 0)
-        #expect(samples[Self.queue("dead")] == 0)
-        second.send(signal: SIGKILL)
-        #expect(second.waitForExit(timeout: 30) == .signaled(SIGKILL))
 
-        // The third finds it held by a host that died running it alone: out
+        // The fourth finds it held by a host that died running it alone: out
         // of attempts, dead.
-        let thirdMetrics = fixture.scratch.file("third.sock")
-        let third = try Self.startHost(fixture, queue, metrics: thirdMetrics)
-        let (dead, after) = Scrape.waitFor(unix: thirdMetrics, timeout: 30) { samples in
+        let fourthMetrics = fixture.scratch.file("fourth.sock")
+        let fourth = try Self.startHost(fixture, queue, metrics: fourthMetrics)
+        let (dead, after) = Scrape.waitFor(unix: fourthMetrics, timeout: 30) { samples in
             samples[Self.queue("dead")] == 1
         }
-        #expect(dead, "\(after.filter { $0.key.hasPrefix("xcallback_queue") }) \(third.stderr)")
+        #expect(dead, "\(after.filter { $0.key.hasPrefix("xcallback_queue") }) \(fourth.stderr)")
         #expect(after[Self.queue("claimed")] == 0)
         #expect(after[Self.queue("rescued")] == 0)
-        #expect(try xcallback(["queue", "dead", queue]).lines == ["\(ids[0])\t2\tfaulty://x-callback-url/hang"])
-        Self.stop(third)
+        #expect(try xcallback(["queue", "dead", queue]).lines == ["\(ids[0])\t3\tfaulty://x-callback-url/hang"])
+        Self.stop(fourth)
     }
 
     @Test("database errors by kind: records failing on a full disk, then recorded; no server at all, counted as connect")

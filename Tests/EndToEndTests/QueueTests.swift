@@ -53,22 +53,60 @@ struct QueueTests {
         #expect(try Self.status(queue) == ["ready": 0, "leased": 0, "done": 0, "dead": 0, "hosts": 0])
     }
 
-    @Test("queue init takes a schema at version 2 to 3, whose record_outcomes finds requests by primary key")
+    @Test("queue init takes a schema at version 2 to 4: record_outcomes finds requests by primary key, and writes go through functions")
     func migratesFromVersion2() throws {
         let queue = try TestPostgres.database()
         #expect(try xcallback(["queue", "init", queue]).status == .exited(0))
-        // Back to version 2: its record_outcomes (leased_by without + 0), and no row for 3.
+        // Back to version 2: no functions of version 4, no login column; its
+        // record_outcomes (leased_by without + 0); no rows for 3 and 4. A
+        // host row and a request waiting, left from before.
         let function = "xcallback.record_outcomes(int8[], int4[], int8[], text[], text[], text[], text)"
         _ = try TestPostgres.psql(queue, """
-            DO $$ BEGIN EXECUTE replace(pg_get_functiondef('\(function)'::regprocedure), 'leased_by + 0', 'leased_by'); END $$;
-            DELETE FROM xcallback.schema_migrations WHERE version = 3
+            DROP FUNCTION xcallback.register_host(text, float8), xcallback.heartbeat(int8, float8),
+                xcallback.claim(int8, int4, float8), xcallback.claim_beside(int8, int4, float8),
+                xcallback.claim_suspect(int8, float8),
+                xcallback.release(int8[], int4[], int8[]), xcallback.unregister_host(int8), xcallback.rescue(),
+                xcallback.enqueue(text[], text[], int4);
+            DO $$ BEGIN EXECUTE regexp_replace(replace(pg_get_functiondef('\(function)'::regprocedure),
+                'leased_by + 0', 'leased_by'), '\\s*(WHERE|AND) b.host IN \\(SELECT h.id FROM [^)]*\\)', ''); END $$;
+            ALTER TABLE xcallback.hosts DROP COLUMN login;
+            ALTER TABLE xcallback.requests DROP COLUMN beside, DROP COLUMN isolate;
+            DELETE FROM xcallback.schema_migrations WHERE version >= 3;
+            INSERT INTO xcallback.hosts (id, name, expires_at) VALUES (7, 'old:1', now() + interval '1 hour');
+            INSERT INTO xcallback.requests (id, line, max_attempts) VALUES (nextval('xcallback.request_ids'), 'calc://x-callback-url/add?lhs=1&rhs=1', 3)
+            """)
+        // A host role of version 3's grants (cluster-wide: this process's own name).
+        let oldHost = "xcb_old_host_\(getpid())_\(UInt32.random(in: 0...UInt32.max))"
+        _ = try TestPostgres.psql(queue, """
+            CREATE ROLE \(oldHost) NOLOGIN;
+            GRANT USAGE ON SCHEMA xcallback TO \(oldHost);
+            GRANT SELECT ON ALL TABLES IN SCHEMA xcallback TO \(oldHost);
+            GRANT INSERT, DELETE, UPDATE (expires_at) ON xcallback.hosts TO \(oldHost);
+            GRANT UPDATE (leased_by, attempt, leased_at, alone, suspect, strikes) ON xcallback.requests TO \(oldHost);
+            GRANT USAGE ON SEQUENCE xcallback.request_ids TO \(oldHost)
             """)
         let source = "SELECT prosrc LIKE '%leased_by + 0%' FROM pg_proc WHERE oid = '\(function)'::regprocedure"
         #expect(try TestPostgres.psql(queue, source) == "f")
         let migrated = try xcallback(["queue", "init", queue])
-        #expect(migrated.status == .exited(0) && migrated.stdout.contains("applied 3"), "\(migrated.stdout)\(migrated.stderr)")
+        #expect(migrated.status == .exited(0) && migrated.stdout.contains("applied 3, 4"), "\(migrated.stdout)\(migrated.stderr)")
         #expect(try TestPostgres.psql(queue, source) == "t")
-        #expect(try TestPostgres.psql(queue, "SELECT max(version) FROM xcallback.schema_migrations") == "3")
+        #expect(try TestPostgres.psql(queue, "SELECT max(version) FROM xcallback.schema_migrations") == "4")
+        #expect(try TestPostgres.psql(queue, "SELECT login FROM xcallback.hosts WHERE id = 7") == "xcallback")
+        // That role writes nothing any more, even before the new grants are run; it still reads.
+        #expect(try TestPostgres.psql(queue, """
+            SELECT has_column_privilege('\(oldHost)', 'xcallback.requests', 'leased_by', 'UPDATE'),
+                   has_table_privilege('\(oldHost)', 'xcallback.hosts', 'INSERT'),
+                   has_table_privilege('\(oldHost)', 'xcallback.hosts', 'DELETE'),
+                   has_sequence_privilege('\(oldHost)', 'xcallback.request_ids', 'USAGE'),
+                   has_table_privilege('\(oldHost)', 'xcallback.requests', 'SELECT')
+            """) == "f|f|f|f|t")
+        // The queue works as before: the request left waiting is run.
+        let fixture = try HostFixture()
+        let host = try Self.startHost(fixture, queue, ["--output", "jsonl"])
+        #expect(host.waitForStdoutLines(1, timeout: 60), "\(host.stderr)")
+        host.send(signal: SIGTERM)
+        #expect(host.waitForExit(timeout: 30) == .exited(0), "\(host.stderr)")
+        #expect(try Self.status(queue)["done"] == 1)
     }
 
     @Test("a queue that was never initialised is an error that says how to create it")
@@ -163,7 +201,12 @@ struct QueueTests {
         let queue = try TestPostgres.initializedDatabase()
         let fixture = try HostFixture()
         let host = try Self.startHost(fixture, queue)
-        let firstIDs = try Self.enqueue(queue, Self.additions(3)).lines
+        // `--since ID` starts after ID's outcome in recording order: the
+        // first is recorded alone, before the other two are enqueued (a
+        // batch recorded together could hold them in any transaction order).
+        let firstIDs = try Self.enqueue(queue, Self.additions(1)).lines
+        #expect(host.waitForStdoutLines(1, timeout: 30))
+        _ = try Self.enqueue(queue, Self.additions(2, from: 1))
         #expect(host.waitForStdoutLines(3, timeout: 30))
         let follower = try ChildProcess(["outcomes", "--queue", queue, "--follow", "--since", firstIDs[0], "--output", "jsonl"])
         #expect(follower.waitForStdoutLines(2, timeout: 30))
@@ -179,6 +222,26 @@ struct QueueTests {
         #expect(records.last?.contains(#""input":"calc://x-callback-url/add?lhs=100&rhs=1""#) == true, "\(records)")
         #expect(records.last?.contains(#""result":"101""#) == true)
         #expect(!records.contains { $0.contains("lhs=0&") })
+    }
+
+    @Test("the outcomes of one recorded batch are numbered in request order, whatever order the host gives them")
+    func batchNumberedInRequestOrder() throws {
+        // A fresh queue: `hosts` never analyzed, estimated bigger than the
+        // batch, so the planner hashes the batch and, before this order was
+        // asked for, numbered a batch of one host last first.
+        let queue = try TestPostgres.initializedDatabase()
+        _ = try Self.enqueue(queue, Self.additions(5))
+        // One psql call, one session: the host registers under this login.
+        let positions = try TestPostgres.psql(queue, """
+            SELECT set_config('test.host', xcallback.register_host('test:1', 60)::text, false);
+            SELECT count(*) FROM xcallback.claim(current_setting('test.host')::int8, 10, 60);
+            SELECT count(*) FROM xcallback.record_outcomes('{4,2,5,1,3}', '{1,1,1,1,1}',
+                array_fill(current_setting('test.host')::int8, ARRAY[5]), array_fill('success'::text, ARRAY[5]),
+                array_fill(''::text, ARRAY[5]), array_fill(''::text, ARRAY[5]), 'test:1');
+            SELECT string_agg(request_id::text, ',' ORDER BY recorded_by_xact, position) FROM xcallback.outcomes
+            """)
+        // psql prints each statement's result: the order is the last line.
+        #expect(positions.split(separator: "\n").last == "1,2,3,4,5", "\(positions)")
     }
 
     @Test("a database that cannot be reached at start is a clear error, non-zero, and never shows the password")
@@ -203,8 +266,10 @@ struct QueueTests {
         let ids = try Self.enqueue(queue, lines, ["--max-attempts", "2"]).lines
         try #require(ids.count == 101)
         // The first host dies with its whole batch; its requests come back as
-        // suspects, which run alone: the crash then takes down two more hosts.
-        for round in 1...3 {
+        // suspects, which run beside other work, a few at a time: the crash
+        // takes down a second host with the suspects beside it. Those run
+        // alone from then on: the crash takes down two more hosts.
+        for round in 1...4 {
             // The runner's environment: a crashing host dies at once by
             // default (no Swift backtrace, which had taken it 38 s).
             let host = try ChildProcess(fixture.runPrefix + ["--queue", queue, "--lease", "1"])
@@ -214,7 +279,7 @@ struct QueueTests {
                     "round \(round): \(host.stderr)")
             #expect(!host.stderr.contains("processed "), "round \(round): \(host.stderr)")
         }
-        // A fourth finds the crash at two strikes: dead. The others run.
+        // A fifth finds the crash at two strikes: dead. The others run.
         let survivor = try ChildProcess(fixture.runPrefix + ["--queue", queue, "--lease", "1", "--log-level", "info"])
         // The hosts before it may have run some of the hundred alone too.
         let deadline = Date(timeIntervalSinceNow: TestTiming.scaled(60))
@@ -225,7 +290,7 @@ struct QueueTests {
         survivor.send(signal: SIGTERM)
         #expect(survivor.waitForExit(timeout: 30) == .exited(0))
         let dead = try xcallback(["queue", "dead", queue])
-        #expect(dead.lines == ["\(ids[0])\t3\tfaulty://x-callback-url/crash?x-error=app://failed"])
+        #expect(dead.lines == ["\(ids[0])\t4\tfaulty://x-callback-url/crash?x-error=app://failed"])
         let outcomes = try xcallback(["outcomes", "--queue", queue])
         #expect(outcomes.lines.count == 101)
         #expect(outcomes.lines.filter { $0.hasPrefix("success?result=") }.count == 100)

@@ -35,7 +35,25 @@ struct QueueLocationTests {
         let option = try QueueLocation(parsing: "postgresql://ana@/jobs?host=/run/pg&port=5433", environment: noEnvironment)
         #expect(option.host == "/run/pg")
         #expect(option.socketPath == "/run/pg/.s.PGSQL.5433")
-        #expect(option.description == "postgresql://ana@[/run/pg/.s.PGSQL.5433]/jobs")
+        #expect(option.description == "postgresql://ana@/jobs?host=/run/pg&port=5433")
+    }
+
+    @Test("the description is a URL that parses back to the same place, and --psql's drops only the schema", arguments: [
+        "postgresql://ana:secret@/jobs?host=/run/pg&port=5433&schema=orders",
+        "postgresql://ana@db.example:6543/jobs?sslmode=require",
+        "postgresql://ana@[::1]:5432/jobs",
+        "postgresql://an%40a@/my%20db?host=/tmp/it's%20here",
+    ])
+    func descriptionParses(url: String) throws {
+        let location = try QueueLocation(parsing: url, environment: noEnvironment)
+        var expected = location
+        expected.password = nil
+        #expect(try QueueLocation(parsing: location.description, environment: noEnvironment) == expected)
+        #expect(!location.description.contains("secret") && !location.description.contains("'"))
+        var withoutSchema = expected
+        withoutSchema.schema = QueueLocation.defaultSchema
+        #expect(!location.libpqURL.contains("schema="))
+        #expect(try QueueLocation(parsing: location.libpqURL, environment: noEnvironment) == withoutSchema)
     }
 
     @Test("PG* variables fill what the URL leaves out; the URL wins")
@@ -72,7 +90,10 @@ struct QueueLocationTests {
         #expect(try QueueLocation(parsing: "postgresql://bob@x/y", environment: environment).password == "bobs")
         #expect(try QueueLocation(parsing: "postgresql://ana:given@db/jobs", environment: environment).password == "given")
         chmod(file, 0o644)
-        #expect(try QueueLocation(parsing: "postgresql://ana@db/jobs", environment: environment).password == nil)
+        let exposed = try QueueLocation(parsing: "postgresql://ana@db/jobs", environment: environment)
+        #expect(exposed.password == nil)
+        #expect(exposed.passwordFileProblem
+                == "password file \"\(file)\" has group or world access; permissions should be u=rw (0600) or less")
     }
 
     @Test("mistakes are errors that say what is wrong", arguments: [
