@@ -23,6 +23,7 @@ import PackageDescription
 //                     the bounds (fuel, memory) of every call; it gives the
 //                     bridge a `PluginFormat` for `.wasm` files, which the CLI
 //                     installs, so nothing below the CLI imports WasmKit
+//                     (built only with the trait Wasm, like the queue)
 //   XCallbackWire     the frames and the shared page between host and worker,
 //                     each with its encoder and its one checked decoder
 //   XCallbackHost     the dispatcher and what it drives: plug-ins' lifecycle,
@@ -50,6 +51,8 @@ let pluginKit: Target.Dependency = .product(name: "XCallbackPluginKit", package:
 
 /// Only where the queue is built (`--traits Queue`).
 let withQueue: TargetDependencyCondition? = .when(traits: ["Queue"])
+/// Only where WebAssembly plug-ins are built (`--traits Wasm`).
+let withWasm: TargetDependencyCondition? = .when(traits: ["Wasm"])
 
 let crossModuleOptimized: [SwiftSetting] = [.unsafeFlags(["-cross-module-optimization"], .when(configuration: .release))]
 
@@ -70,7 +73,13 @@ let package = Package(
     // BoringSSL: most of a clean build) that the rest never uses, so it is
     // built only when asked for: `swift build --traits Queue`. Without it,
     // `xcallback-queue` only says how to get it, and the queue's tests skip.
-    traits: [.trait(name: "Queue", description: "the durable queue on PostgreSQL: XCallbackQueue and xcallback-queue's commands")],
+    // WebAssembly plug-ins bring WasmKit, which adds half again to a clean
+    // debug build (docs/wasm.md, "Building it"), so they too are built only
+    // when asked for: `swift build --traits Wasm` (or `--traits Queue,Wasm`).
+    traits: [
+        .trait(name: "Queue", description: "the durable queue on PostgreSQL: XCallbackQueue and xcallback-queue's commands"),
+        .trait(name: "Wasm", description: "WebAssembly plug-ins (NAME.wasm) on WasmKit: XCallbackWasm, `sdk --wasm`, `new --language wasm`"),
+    ],
     dependencies: [
         // The plug-in ABI and the Swift kit: a package of their own, with no
         // dependencies, which plug-ins use without this one.
@@ -140,7 +149,8 @@ let package = Package(
             name: "XCallbackWasm",
             dependencies: [
                 "XCallbackURL", "XCallbackRouting", "XCallbackSandbox", "XCallbackSystem", "XCallbackBridge",
-                .product(name: "WasmKit", package: "WasmKit"), .product(name: "WasmParser", package: "WasmKit"),
+                .product(name: "WasmKit", package: "WasmKit", condition: withWasm),
+                .product(name: "WasmParser", package: "WasmKit", condition: withWasm),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -226,14 +236,14 @@ let package = Package(
         .testTarget(name: "XCallbackQueueTests", dependencies: ["XCallbackQueue", "XCallbackURL"]),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["xcallback", "xcallback-queue", .product(name: "WAT", package: "WasmKit")]
+            dependencies: ["xcallback", "xcallback-queue", .product(name: "WAT", package: "WasmKit", condition: withWasm)]
         ),
         // Modules assembled at test time from WebAssembly text (WasmKit's WAT).
         .testTarget(
             name: "XCallbackWasmTests",
             dependencies: [
                 "XCallbackWasm", "XCallbackBridge", "XCallbackURL", "XCallbackSystem",
-                .product(name: "WAT", package: "WasmKit"), .product(name: "Logging", package: "swift-log"),
+                .product(name: "WAT", package: "WasmKit", condition: withWasm), .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(

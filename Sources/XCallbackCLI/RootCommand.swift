@@ -37,7 +37,9 @@ package enum RootCommand {
     package static func runInternalCommand(_ arguments: [String]) {
         // Before anything loads a plug-in, here or in a worker: `.wasm`
         // files are plug-ins wherever this binary runs.
+        #if Wasm  // the package's Wasm trait: swift build --traits Wasm
         PluginFormats.install(WasmPluginFormat())
+        #endif
         switch arguments.first {
         case WorkerMain.subcommand?: WorkerCommand.main(Array(arguments.dropFirst()))
         case WorkerZygote.subcommand?: ZygoteCommand.main(Array(arguments.dropFirst()))

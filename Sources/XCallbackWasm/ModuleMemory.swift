@@ -1,3 +1,4 @@
+#if Wasm  // the package's Wasm trait: swift build --traits Wasm
 import WasmKit
 
 /// A module passed the host a pointer and length that do not lie inside its
@@ -70,3 +71,4 @@ struct ModuleMemory {
         return Int32(whole)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Wasm  // the package's Wasm trait: swift build --traits Wasm
 /// The wasm ABI: what a WebAssembly plug-in imports from the host and
 /// exports to it. It mirrors `xcallback.h` (docs/wasm.md): the same
 /// registrations, request accessors, replies and log, as functions of one
@@ -43,3 +44,4 @@ public enum WasmABI {
     /// module passes never sizes a large host allocation.
     public static let maxStringBytes = 1 << 20
 }
+#endif

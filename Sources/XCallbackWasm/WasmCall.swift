@@ -1,3 +1,4 @@
+#if Wasm  // the package's Wasm trait: swift build --traits Wasm
 import XCallbackBridge
 import XCallbackURL
 
@@ -20,3 +21,4 @@ final class WasmCall {
         list.first { $0.name == name }?.value
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Wasm  // the package's Wasm trait: swift build --traits Wasm
 import Logging
 @_spi(Fuzzing) import WasmKit
 import WasmParser
@@ -189,3 +190,4 @@ struct WasmUnknownImport: Error, CustomStringConvertible {
     var name: String
     var description: String { "called \(name), which this host does not provide" }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Wasm  // the package's Wasm trait: swift build --traits Wasm
 import Logging
 @_spi(Fuzzing) import WasmKit
 
@@ -40,3 +41,4 @@ final class WasmInstance: @unchecked Sendable {
         return try function.invoke(arguments)
     }
 }
+#endif

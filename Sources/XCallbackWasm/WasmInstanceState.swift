@@ -1,3 +1,4 @@
+#if Wasm  // the package's Wasm trait: swift build --traits Wasm
 import Logging
 import XCallbackBridge
 import XCallbackRouting
@@ -67,3 +68,4 @@ final class WasmRegistrar {
         settledHandle().register(makePattern, .hosted(makeHandler(handler)))
     }
 }
+#endif

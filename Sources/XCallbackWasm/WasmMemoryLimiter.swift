@@ -1,3 +1,4 @@
+#if Wasm  // the package's Wasm trait: swift build --traits Wasm
 import WasmKit
 
 /// A module grew its memory past its instance's ceiling (the `memory`
@@ -35,3 +36,4 @@ final class WasmMemoryLimiter: ResourceLimiter {
         desired <= 1 << 20
     }
 }
+#endif

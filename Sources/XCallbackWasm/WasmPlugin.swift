@@ -1,3 +1,4 @@
+#if Wasm  // the package's Wasm trait: swift build --traits Wasm
 import Logging
 import WasmKit
 import XCallbackBridge
@@ -222,3 +223,4 @@ final class WasmRouteHandler: HostedHandler {
         plugin.run(handler: id, request: request, route: route)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Wasm  // the package's Wasm trait: swift build --traits Wasm
 import Logging
 import WasmKit
 import XCallbackBridge
@@ -95,3 +96,4 @@ public struct WasmPluginFormat: PluginFormat {
         }
     }
 }
+#endif

@@ -1,4 +1,6 @@
+#if Wasm  // the package's Wasm trait: swift build --traits Wasm
 import Foundation
+import Testing
 import WAT
 
 #if canImport(Glibc)
@@ -104,3 +106,54 @@ enum WasmFixture {
         return path
     }
 }
+
+/// A C plug-in for the wasm ABI, built against `xcallback sdk --wasm` by
+/// clang with no C library (`--target=wasm32 -nostdlib`).
+enum WasmCPlugin {
+    static let source = """
+        #include "xcallback-wasm.h"
+
+        XCALLBACK_WASM_PLUGIN()
+
+        static int32_t length(const char *text) { int32_t n = 0; while (text[n]) n++; return n; }
+        #define S(text) text, length(text)
+
+        XCALLBACK_WASM_EXPORT(xcallback_register) int32_t xcallback_register(void) {
+            xcallback_plugin_info(S("cgreeter"), S("1.0.0"), S("a C plug-in in WebAssembly"));
+            return xcallback_register_action(S("cgreet"), S("hello"), 0);
+        }
+
+        XCALLBACK_WASM_EXPORT(xcallback_handle) void xcallback_handle(int32_t handler) {
+            (void)handler;
+            static char name[256], greeting[300];
+            int32_t n = xcallback_request_parameter(S("name"), name, sizeof name);
+            if (n < 0 || n > (int32_t)sizeof name) {
+                xcallback_reply_error(S("MissingName"), S("name is required"), 0, 0);
+                return;
+            }
+            const char *hello = "Hello, ";
+            int32_t at = 0;
+            for (int32_t i = 0; hello[i]; i++) greeting[at++] = hello[i];
+            for (int32_t i = 0; i < n; i++) greeting[at++] = name[i];
+            greeting[at++] = '!';
+            xcallback_reply_parameter(S("greeting"), greeting, at);
+            xcallback_reply_success();
+        }
+        """
+
+    /// Writes the header (`sdk --wasm`) and the source into `folder`, and
+    /// builds `plugins/cgreeter.wasm`; returns clang's complaint, if any.
+    static func build(in folder: String, into plugins: String) throws -> String? {
+        let header = try xcallback(["sdk", "--wasm"])
+        guard header.status.isSuccess else { return "sdk --wasm: \(header.stderr)" }
+        try Data(header.stdout.utf8).write(to: URL(fileURLWithPath: folder + "/xcallback-wasm.h"))
+        try Data(source.utf8).write(to: URL(fileURLWithPath: folder + "/cgreeter.c"))
+        let output = plugins + "/cgreeter.wasm"
+        let clang = try ChildProcess(["clang", "--target=wasm32", "-O2", "-fno-builtin", "-nostdlib", "-Wl,--no-entry",
+                                      "-I", folder, "-o", output, folder + "/cgreeter.c"], executable: "/usr/bin/env")
+        guard clang.waitForExit(timeout: 60) == .exited(0) else { return clang.stderr }
+        chmod(output, 0o644)
+        return nil
+    }
+}
+#endif

@@ -1,3 +1,4 @@
+#if Wasm  // the package's Wasm trait: swift build --traits Wasm
 import Foundation
 import Testing
 
@@ -118,3 +119,23 @@ struct WasmPluginTests {
                 "\(routes.stdout) \(routes.stderr)")
     }
 }
+
+extension WasmPluginTests {
+    @Test("a C plug-in built by clang --target=wasm32 against `sdk --wasm` answers in both modes",
+          .requires(.wasmClang), arguments: ["none", "process"])
+    func cPlugin(isolation: String) throws {
+        let fixture = try HostFixture([], isolation: isolation)
+        if let problem = try WasmCPlugin.build(in: fixture.scratch.path, into: fixture.plugins) {
+            Issue.record("the C plug-in did not build: \(problem)")
+            return
+        }
+        let result = try fixture.run(["--output", "jsonl"], lines: [
+            "cgreet://x-callback-url/hello?name=Ada", "cgreet://x-callback-url/hello",
+        ])
+        let records = try result.records()
+        #expect(records.count == 2, "\(result.stderr)")
+        #expect(records.first?.params["greeting"] == "Hello, Ada!", "\(records)")
+        #expect(records.last?.errorCode == "MissingName" && records.last?.errorDomain == "cgreeter", "\(records)")
+    }
+}
+#endif

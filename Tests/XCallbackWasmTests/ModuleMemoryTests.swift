@@ -1,3 +1,4 @@
+#if Wasm  // the package's Wasm trait: swift build --traits Wasm
 import Testing
 import WasmKit
 @testable import XCallbackWasm
@@ -60,3 +61,4 @@ struct ModuleMemoryTests {
         #expect(throws: ModuleMemoryError.self) { try memory.string(300, 2, in: "log") }
     }
 }
+#endif
