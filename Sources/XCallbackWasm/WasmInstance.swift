@@ -12,6 +12,8 @@ final class WasmInstance: @unchecked Sendable {
     let state: WasmInstanceState
     /// Imports the host does not have (stubs that end a call reaching them).
     let unknownImports: [String]
+    /// `xcallback_handle`, looked up once: nil when the module lacks it.
+    let handle: Function?
 
     /// Instantiates `module` with the ABI's imports, its start function (if
     /// any) run within one call's fuel, and its memory under `limitBytes`.
@@ -23,6 +25,7 @@ final class WasmInstance: @unchecked Sendable {
         let (imports, unknown) = WasmImports.make(for: module, store: store, state: state)
         unknownImports = unknown
         instance = try module.instantiate(store: store, imports: imports)
+        handle = Self.function(WasmABI.handleExport, of: instance, parameters: [.i32], results: [])
         if let memory = instance.exports[memory: WasmABI.memoryExport] {
             state.memory = ModuleMemory(memory: memory)
         }
@@ -30,6 +33,10 @@ final class WasmInstance: @unchecked Sendable {
 
     /// The exported function `name`, if it has exactly this type.
     func function(_ name: String, parameters: [ValueType], results: [ValueType]) -> Function? {
+        Self.function(name, of: instance, parameters: parameters, results: results)
+    }
+
+    private static func function(_ name: String, of instance: Instance, parameters: [ValueType], results: [ValueType]) -> Function? {
         guard let function = instance.exports[function: name],
               function.type == FunctionType(parameters: parameters, results: results) else { return nil }
         return function

@@ -60,7 +60,7 @@ final class WasmPlugin: Sendable {
         guard state.memory != nil else {
             throw refuse("exports no memory named '\(WasmABI.memoryExport)', through which the host passes strings")
         }
-        guard first.function(WasmABI.handleExport, parameters: [.i32], results: []) != nil else {
+        guard first.handle != nil else {
             throw refuse("exports no function \(WasmABI.handleExport) of type (i32) -> ()")
         }
         guard let register = first.function(WasmABI.registerExport, parameters: [], results: [.i32]) else {
@@ -130,7 +130,7 @@ final class WasmPlugin: Sendable {
         instance.state.call = call
         defer { instance.state.call = nil }
         do {
-            guard let handle = instance.function(WasmABI.handleExport, parameters: [.i32], results: []) else {
+            guard let handle = instance.handle else {
                 return .outcome(HostError.crashed("plug-in '\(name)' has no \(WasmABI.handleExport)"))
             }
             _ = try instance.invoke(handle, [.i32(UInt32(bitPattern: id))])

@@ -15,9 +15,11 @@ enum WasmFixture {
     /// The ABI version word a module states: `major << 16 | minor`.
     static let version = 0x1_0000
 
-    /// `hello`'s module; `abiVersion` replaces the version it states.
-    static func hello(abiVersion: Int = version, extraImport: String = "") -> String {
-        """
+    /// `hello`'s module; `abiVersion` replaces the version it states, and
+    /// `greeting` (8 bytes) the name of `greet`'s reply parameter.
+    static func hello(abiVersion: Int = version, extraImport: String = "", greeting: String = "greeting") -> String {
+        precondition(greeting.utf8.count == 8)
+        return """
         (module
           (import "xcallback" "plugin_info" (func $plugin_info (param i32 i32 i32 i32 i32 i32) (result i32)))
           (import "xcallback" "register_action" (func $register_action (param i32 i32 i32 i32 i32) (result i32)))
@@ -41,7 +43,7 @@ enum WasmFixture {
           (data (i32.const 128) "badptr")
           (data (i32.const 144) "hello://items/:id")
           (data (i32.const 176) "name")
-          (data (i32.const 192) "greeting")
+          (data (i32.const 192) "\(greeting)")
           (data (i32.const 208) "Nope")
           (data (i32.const 224) "it failed")
           (data (i32.const 240) "reason")
@@ -94,6 +96,13 @@ enum WasmFixture {
               (drop (call $reply_success)))))
         )
         """
+    }
+
+    /// Assembles `text` and renames it into `directory/NAME.wasm`, as the
+    /// guide installs a plug-in (a running host never sees half a file).
+    static func dropIn(_ text: String, as name: String = "hello", in directory: String) throws {
+        let temporary = try install(text, as: ".\(name).tmp", in: directory)
+        #expect(rename(temporary, directory + "/" + name + ".wasm") == 0)
     }
 
     /// Assembles `text` into `directory/NAME.wasm` (mode 0644); returns its path.

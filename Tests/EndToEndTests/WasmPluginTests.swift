@@ -121,6 +121,22 @@ struct WasmPluginTests {
 }
 
 extension WasmPluginTests {
+    @Test("dropped into a running host, a .wasm plug-in answers; a new version renamed over it replaces it",
+          .timeLimit(.minutes(2)), arguments: ["process", "none"])
+    func dropIn(isolation: String) throws {
+        let session = try DropInTests.FIFOHost(isolation: isolation)
+        let greet = "hello://x-callback-url/greet?name=drop"
+        #expect(try session.ask(greet).errorCode == "NotFoundAction")
+        try WasmFixture.dropIn(WasmFixture.hello(), in: session.fixture.plugins)
+        let first = try session.askUntil(greet, seconds: 5) { $0.outcome == "success" }
+        #expect(first.params["greeting"] == "drop", "\(first)")
+        try WasmFixture.dropIn(WasmFixture.hello(greeting: "welcomed"), in: session.fixture.plugins)
+        let second = try session.askUntil(greet, seconds: 5) { $0.params["welcomed"] != nil }
+        #expect(second.params["welcomed"] == "drop", "\(second)")
+        session.stop()
+        #expect(session.host.stdoutLines.filter { !$0.isEmpty }.count == session.sentCount)
+    }
+
     @Test("a C plug-in built by clang --target=wasm32 against `sdk --wasm` answers in both modes",
           .requires(.wasmClang), arguments: ["none", "process"])
     func cPlugin(isolation: String) throws {
