@@ -155,3 +155,25 @@ extension WasmPluginTests {
     }
 }
 #endif
+
+#if Wasm
+extension WasmPluginTests {
+    @Test("a malformed module, and one missing an export the ABI needs, are refused at load, naming the file and what is wrong")
+    func malformed() throws {
+        let fixture = try HostFixture([])
+        // A header, then a type section that claims more bytes than follow.
+        let broken = fixture.plugins + "/broken.wasm"
+        try Data([0x00, 0x61, 0x73, 0x6D, 0x01, 0x00, 0x00, 0x00, 0x01, 0x7F, 0x01]).write(to: URL(fileURLWithPath: broken))
+        chmod(broken, 0o644)
+        let check = try xcallback(["check", broken])
+        #expect(!check.status.isSuccess)
+        #expect(check.stderr.contains("broken.wasm") && check.stderr.contains("not a valid WebAssembly module"), "\(check.stderr)")
+
+        let handleless = WasmFixture.hello().replacingOccurrences(of: #"(func (export "xcallback_handle")"#, with: #"(func (export "handle")"#)
+        let path = try WasmFixture.install(handleless, as: "handleless", in: fixture.plugins)
+        let refused = try xcallback(["check", path])
+        #expect(!refused.status.isSuccess)
+        #expect(refused.stderr.contains("handleless.wasm") && refused.stderr.contains("xcallback_handle"), "\(refused.stderr)")
+    }
+}
+#endif
