@@ -14,6 +14,9 @@ final class WasmInstance: @unchecked Sendable {
     let unknownImports: [String]
     /// `xcallback_handle`, looked up once: nil when the module lacks it.
     let handle: Function?
+    /// The interpreter's stack, kept for the instance's calls: WasmKit's
+    /// plain `invoke` allocates one (512 KiB) for every call and frees it.
+    private var stack: ExecutionStack
 
     /// Instantiates `module` with the ABI's imports, its start function (if
     /// any) run within one call's fuel, and its memory under `limitBytes`.
@@ -21,6 +24,7 @@ final class WasmInstance: @unchecked Sendable {
         store = Store(engine: WasmRuntime.engine)
         store.resourceLimiter = WasmMemoryLimiter(limitBytes: limitBytes)
         store.fuel = Fuel(remaining: WasmRuntime.callBudget)
+        stack = ExecutionStack(engine: WasmRuntime.engine)
         self.state = state
         let (imports, unknown) = WasmImports.make(for: module, store: store, state: state)
         unknownImports = unknown
@@ -45,7 +49,7 @@ final class WasmInstance: @unchecked Sendable {
     /// Calls `function` within a fresh budget of one call's fuel.
     func invoke(_ function: Function, _ arguments: [Value] = []) throws -> [Value] {
         store.fuel = Fuel(remaining: WasmRuntime.callBudget)
-        return try function.invoke(arguments)
+        return try function.invoke(arguments, on: &stack)
     }
 }
 #endif
