@@ -18,6 +18,12 @@ import PackageDescription
 //                     (counted on the hot path with atomics alone)
 //   XCallbackBridge   the C ABI bridge: plug-in files found, checked and loaded,
 //                     the host API table, requests and replies in C's shapes, libffi
+//   XCallbackWasm     WebAssembly plug-ins on WasmKit: the wasm ABI (the import
+//                     module "xcallback"), its checked reads of guest memory, and
+//                     the bounds (fuel, memory) of every call; it gives the
+//                     bridge a `PluginFormat` for `.wasm` files, which the CLI
+//                     installs, so nothing below the CLI imports WasmKit
+//                     (built only with the trait Wasm, like the queue)
 //   XCallbackWire     the frames and the shared page between host and worker,
 //                     each with its encoder and its one checked decoder
 //   XCallbackHost     the dispatcher and what it drives: plug-ins' lifecycle,
@@ -45,6 +51,8 @@ let pluginKit: Target.Dependency = .product(name: "XCallbackPluginKit", package:
 
 /// Only where the queue is built (`--traits Queue`).
 let withQueue: TargetDependencyCondition? = .when(traits: ["Queue"])
+/// Only where WebAssembly plug-ins are built (`--traits Wasm`).
+let withWasm: TargetDependencyCondition? = .when(traits: ["Wasm"])
 
 let crossModuleOptimized: [SwiftSetting] = [.unsafeFlags(["-cross-module-optimization"], .when(configuration: .release))]
 
@@ -65,7 +73,13 @@ let package = Package(
     // BoringSSL: most of a clean build) that the rest never uses, so it is
     // built only when asked for: `swift build --traits Queue`. Without it,
     // `xcallback-queue` only says how to get it, and the queue's tests skip.
-    traits: [.trait(name: "Queue", description: "the durable queue on PostgreSQL: XCallbackQueue and xcallback-queue's commands")],
+    // WebAssembly plug-ins bring WasmKit, which adds half again to a clean
+    // debug build (docs/wasm.md, "Building it"), so they too are built only
+    // when asked for: `swift build --traits Wasm` (or `--traits Queue,Wasm`).
+    traits: [
+        .trait(name: "Queue", description: "the durable queue on PostgreSQL: XCallbackQueue and xcallback-queue's commands"),
+        .trait(name: "Wasm", description: "WebAssembly plug-ins (NAME.wasm) on WasmKit: XCallbackWasm, `sdk --wasm`, `new --language wasm`"),
+    ],
     dependencies: [
         // The plug-in ABI and the Swift kit: a package of their own, with no
         // dependencies, which plug-ins use without this one.
@@ -75,6 +89,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-collections", from: "1.1.0"),
         .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0"),
+        // The WebAssembly runtime of `.wasm` plug-ins (XCallbackWasm): an
+        // interpreter in Swift, with fuel metering and a resource limiter.
+        .package(url: "https://github.com/swiftwasm/WasmKit", exact: "0.4.2"),
     ],
     targets: [
         .target(name: "XCallbackURL", dependencies: [.product(name: "XCallbackParameters", package: "swift")]),
@@ -125,6 +142,18 @@ let package = Package(
             ],
             swiftSettings: crossModuleOptimized
         ),
+        // WebAssembly plug-ins: the wasm ABI and WasmKit, behind the bridge's
+        // `PluginFormat`, so that the host and the worker load a `.wasm` file
+        // the way they load a `.so`, without importing WasmKit themselves.
+        .target(
+            name: "XCallbackWasm",
+            dependencies: [
+                "XCallbackURL", "XCallbackRouting", "XCallbackSandbox", "XCallbackSystem", "XCallbackBridge",
+                .product(name: "WasmKit", package: "WasmKit", condition: withWasm),
+                .product(name: "WasmParser", package: "WasmKit", condition: withWasm),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // What crosses between the host and a worker process: the frames on
         // their socket and the page they share, each encoded and decoded in
         // one place. The host reads a worker's bytes through nothing else.
@@ -157,7 +186,7 @@ let package = Package(
             name: "XCallbackCLI",
             dependencies: [
                 "XCallbackHost", "XCallbackBridge", "XCallbackSystem", "XCallbackSandbox", "XCallbackRouting", "CSDKHeader",
-                "CHostSupport", "XCallbackMetrics",
+                "CHostSupport", "XCallbackMetrics", "XCallbackWasm",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -205,7 +234,18 @@ let package = Package(
         // Runs against a real PostgreSQL the tests start from Debian's packages
         // in a temporary folder (skipped, with a message, where there is none).
         .testTarget(name: "XCallbackQueueTests", dependencies: ["XCallbackQueue", "XCallbackURL"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["xcallback", "xcallback-queue"]),
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: ["xcallback", "xcallback-queue", .product(name: "WAT", package: "WasmKit", condition: withWasm)]
+        ),
+        // Modules assembled at test time from WebAssembly text (WasmKit's WAT).
+        .testTarget(
+            name: "XCallbackWasmTests",
+            dependencies: [
+                "XCallbackWasm", "XCallbackBridge", "XCallbackURL", "XCallbackSystem",
+                .product(name: "WAT", package: "WasmKit", condition: withWasm), .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .testTarget(
             name: "FFITests",
             dependencies: [

@@ -4,8 +4,8 @@ import Glibc
 import Musl
 #endif
 
-/// Lists the plug-in files of the plug-in directories: `.so` files (and
-/// binding manifests), in a stable order (directories in the order given,
+/// Lists the plug-in files of the plug-in directories: `.so` files (binding
+/// manifests, and the files of installed formats such as `.wasm`), in a stable order (directories in the order given,
 /// names sorted bytewise within each), each file once even when reached
 /// twice through links or repeated directories.
 public struct PluginDiscovery: Sendable {
@@ -30,9 +30,10 @@ public struct PluginDiscovery: Sendable {
         public var missingDirectories: [String] = []
     }
 
-    /// Suffixes the host treats as plug-ins: shared libraries, and binding
-    /// manifests (`NAME.xcallback.toml`, see ``BindingManifest``).
-    public static let suffixes = [".so", BindingManifest.suffix]
+    /// Suffixes the host treats as plug-ins: shared libraries, binding
+    /// manifests (`NAME.xcallback.toml`, see ``BindingManifest``), and the
+    /// formats installed (`NAME.wasm`, see ``PluginFormats``).
+    public static var suffixes: [String] { [".so", BindingManifest.suffix] + PluginFormats.suffixes }
 
     public func scan() -> Scan {
         var scan = Scan()
@@ -48,7 +49,8 @@ public struct PluginDiscovery: Sendable {
                 scan.unreadableDirectories.append("\(directory): \(String(cString: strerror(errno)))")
                 continue
             }
-            for name in names where Self.suffixes.contains(where: name.hasSuffix) && !name.hasPrefix(".") {
+            let suffixes = Self.suffixes
+            for name in names where suffixes.contains(where: name.hasSuffix) && !name.hasPrefix(".") {
                 let path = directory.hasSuffix("/") ? directory + name : directory + "/" + name
                 switch security.check(file: path) {
                 case .success(let identity):

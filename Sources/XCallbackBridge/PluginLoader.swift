@@ -83,7 +83,8 @@ public struct PluginLoader: Sendable {
 
     /// Opens `path`, validates its descriptor, and runs its registration;
     /// or, for a binding manifest (`.xcallback.toml`), binds the functions it
-    /// declares (see ``loadManifest(_:conflictOwner:)``).
+    /// declares (see ``loadManifest(_:conflictOwner:)``); or, for a file of
+    /// an installed format (`.wasm`), hands it to that format once checked.
     /// `conflictOwner` answers whether another plug-in owns a route of the
     /// same shape (the existing owner keeps it). Routes on the host's own
     /// scheme are refused whoever loads the file (host, worker, probe).
@@ -106,6 +107,9 @@ public struct PluginLoader: Sendable {
         if path.hasSuffix(BindingManifest.suffix) {
             defer { pluginFile.close() }
             return try loadManifest(path, from: pluginFile, conflictOwner: conflictOwner)
+        }
+        if let format = PluginFormats.format(for: path) {
+            return try format.load(pluginFile, path: path, logger: logger, security: security, conflictOwner: conflictOwner)
         }
         // RTLD_NOW: an unresolved symbol fails here, not mid-request.
         // RTLD_LOCAL: plug-ins cannot see (or clash with) each other's symbols.

@@ -1,13 +1,17 @@
 import CXCallback
 
 /// What one registered route runs inside its plug-in: a C handler that
-/// completes a reply token (now or later, from any thread), or a bound C
-/// function the host calls through libffi and answers for at once.
+/// completes a reply token (now or later, from any thread), a bound C
+/// function the host calls through libffi and answers for at once, or a
+/// handler the host runs itself (a WebAssembly function), which also
+/// answers before it returns.
 public enum RouteHandler: Sendable {
     /// `register_action`, `register_controller_action`, `register_pattern`.
     case native(NativeHandler)
     /// `register_function`, or a function declared by a binding manifest.
     case bound(BoundFunction)
+    /// A function of a plug-in in another format (``PluginFormat``), run by its runtime.
+    case hosted(any HostedHandler)
 
     /// The bound function, if this route calls one.
     public var boundFunction: BoundFunction? {
@@ -27,6 +31,7 @@ extension RouteHandler {
         switch self {
         case .native(let handler): return handler.function
         case .bound: return Self.boundTrampoline
+        case .hosted: return Self.hostedTrampoline
         }
     }
 
@@ -36,6 +41,7 @@ extension RouteHandler {
         switch self {
         case .native(let handler): return handler.userData
         case .bound(let function): return Unmanaged.passUnretained(function).toOpaque()
+        case .hosted(let handler): return Unmanaged.passUnretained(handler as AnyObject).toOpaque()
         }
     }
 
@@ -46,5 +52,13 @@ extension RouteHandler {
         let function = Unmanaged<BoundFunction>.fromOpaque(userData).takeUnretainedValue()
         let outcome = function.call(fields)
         HostAPI.replies.complete(reply) { _, _ in .outcome(outcome) }
+    }
+
+    private static let hostedTrampoline: xcallback_handler = { request, reply, userData in
+        guard let userData, let native = NativeRequest.from(request), let fields = native.fields else { return }
+        let handler = Unmanaged<AnyObject>.fromOpaque(userData).takeUnretainedValue()
+        guard let hosted = handler as? any HostedHandler,
+              let result = hosted.call(fields, route: native.routeText) else { return }
+        HostAPI.replies.complete(reply) { _, _ in result }
     }
 }

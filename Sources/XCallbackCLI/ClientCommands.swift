@@ -3,6 +3,7 @@ import CSDKHeader
 import XCallbackBridge
 import XCallbackHost
 import XCallbackURL
+import XCallbackWasm
 
 #if canImport(Glibc)
 import Glibc
@@ -167,7 +168,7 @@ enum RecordClassifier {
 struct SDKCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sdk",
-        abstract: "Print where xcallback.h is (for a plain C compiler), where the Swift and Rust kits are, or the ABI's layout (for other languages).")
+        abstract: "Print where xcallback.h is (for a plain C compiler), where the Swift and Rust kits are, the ABI's layout (for other languages), or the WebAssembly ABI's header.")
 
     @Flag(name: .customLong("include-dir"), help: "The directory holding xcallback.h.") var includeDirectory = false
     @Flag(help: "Compiler flags: -I<dir>.") var cflags = false
@@ -176,8 +177,18 @@ struct SDKCommand: ParsableCommand {
     @Flag(help: ArgumentHelp("The folder holding the Swift kit's package (swift/) and the Rust crate (rust/xcallback/), written from this binary's copy when no checkout is found.",
                              visibility: .default))
     var kit = false
+    @Flag(help: "Print the C header of the WebAssembly plug-in ABI (docs/wasm.md), for clang --target=wasm32.")
+    var wasm = false
 
     func run() throws {
+        if wasm {
+            #if Wasm
+            print(WasmHeader.text, terminator: "")
+            return
+            #else
+            throw Failure.exit(WasmTrait.missing)
+            #endif
+        }
         if kit {
             print(try KitLocation.folderOrUserCopy())
             return

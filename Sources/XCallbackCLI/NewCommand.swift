@@ -5,7 +5,7 @@ import XCallbackHost
 import Glibc
 #endif
 
-/// `xcallback new NAME --language c|swift|rust`: a plug-in project that
+/// `xcallback new NAME --language c|swift|rust|wasm`: a plug-in project that
 /// builds with the language's usual one command and passes `xcallback check`
 /// at once, as `cargo new` and `swift package init` do.
 struct NewCommand: ParsableCommand {
@@ -13,8 +13,8 @@ struct NewCommand: ParsableCommand {
         commandName: "new",
         abstract: "Make a new plug-in project: source, build file, sample requests and a README.",
         discussion: """
-            The project is made in the folder NAME (it must not exist). It builds with `make` (C), \
-            `swift build` (Swift) or `cargo build` (Rust), offline. Its Makefile and README call this \
+            The project is made in the folder NAME (it must not exist). It builds with `make` (C, and \
+            C to WebAssembly with clang --target=wasm32), `swift build` (Swift) or `cargo build` (Rust), offline. Its Makefile and README call this \
             xcallback: `xcallback` when that is the one on PATH, else this binary's full path. Swift and Rust projects depend on \
             this xcallback's kit by path: the checkout this binary was built from, when it can find \
             one, else the copy the binary carries, written to $XDG_DATA_HOME/xcallback/bindings \
@@ -24,7 +24,7 @@ struct NewCommand: ParsableCommand {
     @Argument(help: "The plug-in's name: its folder, library, scheme and plug-in name (a-z, 0-9, _; starting with a letter).")
     var name: String
 
-    @Option(help: "c, swift or rust.")
+    @Option(help: "c, swift, rust or wasm (C built into NAME.wasm, docs/wasm.md).")
     var language: TemplateLanguage = .c
 
     @Option(help: ArgumentHelp("An xcallback checkout, or a kits' folder (`sdk --kit`), to take the kit from (Swift, Rust).", valueName: "path"),
@@ -37,13 +37,17 @@ struct NewCommand: ParsableCommand {
         else {
             throw ValidationError("'\(name)' is not a plug-in name: use a-z, 0-9 and _, starting with a letter (at most 64)")
         }
+        #if !Wasm
+        if language == .wasm { throw ValidationError(WasmTrait.missing) }
+        #endif
     }
 
     func run() throws {
         var status = stat()
         guard lstat(name, &status) != 0 else { throw Failure.exit("\(name) already exists; choose another name or remove it") }
-        // C needs only the header, which `make` finds through `xcallback sdk`.
-        let kits = language == .c ? nil : try KitLocation.folderOrUserCopy(kit: kit)
+        // C needs only the header, which `make` finds through `xcallback sdk`
+        // (`sdk --wasm` writes the wasm ABI's).
+        let kits = language == .c || language == .wasm ? nil : try KitLocation.folderOrUserCopy(kit: kit)
         let binary = NewProjectBinary()
         var template = PluginTemplate(name: name, language: language, kits: kits)
         (template.binary, template.binaryForMake) = (binary.command, binary.makeValue)
@@ -74,13 +78,14 @@ struct NewCommand: ParsableCommand {
 }
 
 enum TemplateLanguage: String, ExpressibleByArgument, CaseIterable {
-    case c, swift, rust
+    case c, swift, rust, wasm
 
     var buildCommand: String {
         switch self {
         case .c: "make"
         case .swift: "swift build"
         case .rust: "cargo build"
+        case .wasm: "make"
         }
     }
 
@@ -89,6 +94,7 @@ enum TemplateLanguage: String, ExpressibleByArgument, CaseIterable {
         case .c: "lib\(name).so"
         case .swift: ".build/debug/lib\(name).so"
         case .rust: "target/debug/lib\(name).so"
+        case .wasm: "\(name).wasm"
         }
     }
 }

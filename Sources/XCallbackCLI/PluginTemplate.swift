@@ -32,10 +32,22 @@ struct PluginTemplate {
         case .c: return common + cFiles
         case .swift: return common + swiftFiles
         case .rust: return common + rustFiles
+        case .wasm: return common + wasmFiles
         }
     }
 
-    private func readme(build: String, library: String, kitNote: String) -> File {
+    private var sandboxedNote: String {
+        """
+        The plug-in runs in a sandbox: no network, programs or processes, and writes only in its
+        scratch folder, unless `lib\(name).caps.toml` beside the library asks for more (see the
+        plug-in guide, "Declaring capabilities").
+        """
+    }
+
+    /// The README; `mode` is the installed file's, `sandboxNote` replaces
+    /// the paragraph on the worker's sandbox.
+    func readme(build: String, library: String, kitNote: String, mode: String = "0755",
+                sandboxNote: String? = nil) -> File {
         File(path: "README.md", text: """
             # \(name)
 
@@ -54,14 +66,12 @@ struct PluginTemplate {
 
             ```sh
             dir=~/.local/share/xcallback/plugins; mkdir -p "$dir"
-            install -m 0755 \(library) "$dir/.\(library.split(separator: "/").last!).tmp"
+            install -m \(mode) \(library) "$dir/.\(library.split(separator: "/").last!).tmp"
             mv -f "$dir/.\(library.split(separator: "/").last!).tmp" "$dir/\(library.split(separator: "/").last!)"
             ```
 
             \(kitNote)
-            The plug-in runs in a sandbox: no network, programs or processes, and writes only in its
-            scratch folder, unless `lib\(name).caps.toml` beside the library asks for more (see the
-            plug-in guide, "Declaring capabilities").
+            \(sandboxNote ?? sandboxedNote)
 
             """)
     }

@@ -1,5 +1,7 @@
 import ArgumentParser
+import XCallbackBridge
 import XCallbackHost
+import XCallbackWasm
 
 #if canImport(Glibc)
 import Glibc
@@ -33,6 +35,11 @@ package enum RootCommand {
     /// hidden subcommands too). Runs the one `arguments` names, then exits;
     /// returns if they name none.
     package static func runInternalCommand(_ arguments: [String]) {
+        // Before anything loads a plug-in, here or in a worker: `.wasm`
+        // files are plug-ins wherever this binary runs.
+        #if Wasm  // the package's Wasm trait: swift build --traits Wasm
+        PluginFormats.install(WasmPluginFormat())
+        #endif
         switch arguments.first {
         case WorkerMain.subcommand?: WorkerCommand.main(Array(arguments.dropFirst()))
         case WorkerZygote.subcommand?: ZygoteCommand.main(Array(arguments.dropFirst()))

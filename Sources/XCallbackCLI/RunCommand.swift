@@ -4,6 +4,7 @@ import XCallbackHost
 import XCallbackSandbox
 import XCallbackSystem
 import XCallbackURL
+import XCallbackWasm
 
 #if canImport(Glibc)
 import Glibc
@@ -84,6 +85,9 @@ package struct RunCommand<Edition: CLIEdition>: ParsableCommand {
         var configuration = HostConfiguration(pluginDirectories: plugins.resolved)
         configuration.isolation = isolation.value
         configuration.timeout = .milliseconds(Int64(timeout * 1000))
+        #if Wasm
+        WasmRuntime.callTimeout = configuration.timeout
+        #endif
         configuration.idleTimeout = .milliseconds(Int64(idleTimeout * 1000))
         configuration.gracePeriod = .milliseconds(Int64(gracePeriod * 1000))
         configuration.keepOrder = keepOrder

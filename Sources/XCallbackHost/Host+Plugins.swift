@@ -170,7 +170,11 @@ extension Host {
                 return nil
             }
         }
-        if (try? WorkerSandboxing.declared(forPluginAt: path, security: security)) != nil {
+        // A module of an installed format (`.wasm`) reaches nothing but its
+        // own memory and the host's functions in any process: its memory
+        // ceiling applies here too, and nothing else it could declare.
+        if PluginFormats.format(for: path) == nil,
+           (try? WorkerSandboxing.declared(forPluginAt: path, security: security)) != nil {
             logger.warning("\(PrintableText.escaping(path)) declares capabilities (\(PrintableText.escaping(CapabilityDeclaration.sidecarPath(for: path)))), but --isolation none runs it inside the host, where no sandbox applies: it has all of the host's authority")
         }
         do {

@@ -119,7 +119,7 @@ enum CapabilityKeys {
 /// A plug-in's declaration: the sidecar `NAME.caps.toml` beside its file.
 public enum CapabilityDeclaration {
     /// The sidecar's path for plug-in file `path`: its name without
-    /// `.so`/`.xcallback.toml` (and any version after `.so`), plus `.caps.toml`.
+    /// `.so`/`.xcallback.toml`/`.wasm` (and any version after `.so`), plus `.caps.toml`.
     public static func sidecarPath(for path: String) -> String {
         "\(path.dropLast(suffixLength(of: path)))" + ".caps.toml"
     }
@@ -133,6 +133,7 @@ public enum CapabilityDeclaration {
 
     private static func suffixLength(of path: String) -> Int {
         if path.hasSuffix(".xcallback.toml") { return ".xcallback.toml".count }
+        if path.hasSuffix(".wasm") { return ".wasm".count }
         // libfoo.so, libfoo.so.1, libfoo.so.1.2
         var tail = Substring(path)
         while let last = tail.last, last.isNumber || last == "." {

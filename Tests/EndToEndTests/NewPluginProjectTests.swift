@@ -96,6 +96,12 @@ struct NewPluginProjectTests {
         try Self.makeAndDrive("rust", build: [try requireCargo(), "build", "--offline"], library: "target/debug/libNAME.so")
     }
 
+    @Test("WebAssembly: make (clang --target=wasm32, no C library), check, run", .requires(.wasmClang),
+          .scaledTimeLimit(minutes: 5))
+    func wasmProject() throws {
+        try Self.makeAndDrive("wasm", build: ["make"], library: "NAME.wasm")
+    }
+
     /// The README's `xcallback new NAME` (section "A plug-in in two minutes").
     static func readmeProjectName() throws -> String {
         let readme = try String(contentsOfFile: checkout + "/README.md", encoding: .utf8)

@@ -142,6 +142,16 @@ extension Requirement {
     static let cc = Requirement("needs a C compiler at /usr/bin/cc: apt-get install gcc") { ccProblem }
     private static let ccProblem = toolProblem(["/usr/bin/cc", "--version"])
 
+    /// clang that builds a WebAssembly module with wasm-ld (the Swift
+    /// toolchain's does; so does Debian's clang with lld).
+    static let wasmClang = Requirement("needs clang with the wasm32 target and wasm-ld: the Swift toolchain's, or apt-get install clang lld") {
+        wasmClangProblem
+    }
+    private static let wasmClangProblem = toolProblem([
+        "sh", "-c", "d=$(mktemp -d) && echo 'int f(void){return 0;}' > $d/p.c && "
+            + "clang --target=wasm32 -nostdlib -Wl,--no-entry -Wl,--export=f -o $d/p.wasm $d/p.c; s=$?; rm -rf $d; exit $s",
+    ])
+
     /// man, to render the manual page.
     static let man = Requirement("needs man to render the manual page: apt-get install man-db") { manProblem }
     private static let manProblem = toolProblem(["/usr/bin/man", "--version"])

@@ -28,6 +28,13 @@ final class InProcessEndpoint: PluginEndpoint, PathIdentified {
         case .bound(let function):
             // Completes before it returns: no reply token, nothing to abandon.
             call.deliver(.outcome(plugin.mark.whileRunning { function.call(request) }))
+        case .hosted(let handler):
+            // Answers before it returns, or not at all when its time budget
+            // ran out: the dispatcher's deadline answers `Timeout` then.
+            let route = plugin.registrations[index].pattern.text
+            if let result = plugin.mark.whileRunning({ handler.call(request, route: route) }) {
+                call.deliver(result)
+            }
         }
     }
 }
