@@ -141,28 +141,6 @@ struct FairShareTests {
         return waits
     }
 
-    /// The worker whose process has `library` mapped (by its file's name:
-    /// a worker may map it from another path).
-    static func worker(loading library: String, of host: pid_t) -> pid_t? {
-        let name = URL(fileURLWithPath: library).lastPathComponent
-        return workerProcesses(of: host).first { pid in
-            // Read by hand: /proc reports a size of 0, and Foundation's
-            // readers trust it.
-            let descriptor = open("/proc/\(pid)/maps", O_RDONLY | O_CLOEXEC)
-            guard descriptor >= 0 else { return false }
-            defer { close(descriptor) }
-            var bytes: [UInt8] = []
-            var chunk = [UInt8](repeating: 0, count: 65_536)
-            while true {
-                let count = read(descriptor, &chunk, chunk.count)
-                if count < 0 && errno == EINTR { continue }
-                if count <= 0 { break }
-                bytes.append(contentsOf: chunk[0..<count])
-            }
-            return String(decoding: bytes, as: UTF8.self).contains(name)
-        }
-    }
-
     /// Drives a host whose records go to its stdout, sending with `send`.
     static func driveOnStdout(_ host: ChildProcess, action: String, send: (String) -> Bool) -> [Double] {
         let counter = CalcRecordCounter()
@@ -179,7 +157,7 @@ struct FairShareTests {
         try #require(host.waitForStdoutLines(2, timeout: 20), "\(host.stderr)")
         var stopped: pid_t?
         if stopWorker {
-            stopped = Self.worker(loading: library, of: host.pid)
+            stopped = MutePlugin.worker(loading: library, of: host.pid)
             let pid = try #require(stopped, "no worker has \(library) mapped")
             kill(pid, SIGSTOP)
         }
