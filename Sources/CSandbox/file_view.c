@@ -239,12 +239,15 @@ static int bind_entry(failure_note *note, int root, const xcallback_view_entry *
     return 0;
 }
 
-void xcallback_view_scratch_options(char *buffer, size_t size, uint64_t bytes, uint32_t owner, uint32_t group) {
+uint64_t xcallback_view_scratch_inodes(uint64_t bytes) {
     /* nr_inodes bounds its files (an inode costs the kernel memory no size
      * counts): 256 a MiB. */
-    unsigned long long inodes = bytes / 4096 < 1024 ? 1024 : bytes / 4096;
-    snprintf(buffer, size, "mode=0700,size=%llu,nr_inodes=%llu,uid=%u,gid=%u", (unsigned long long)bytes, inodes, owner,
-             group);
+    return bytes / 4096 < 1024 ? 1024 : bytes / 4096;
+}
+
+void xcallback_view_scratch_options(char *buffer, size_t size, uint64_t bytes, uint32_t owner, uint32_t group) {
+    snprintf(buffer, size, "mode=0700,size=%llu,nr_inodes=%llu,uid=%u,gid=%u", (unsigned long long)bytes,
+             (unsigned long long)xcallback_view_scratch_inodes(bytes), owner, group);
 }
 
 int xcallback_view_compare_entries(const void *left, const void *right) {

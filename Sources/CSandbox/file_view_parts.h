@@ -52,6 +52,9 @@ int xcallback_view_compare_entries(const void *left, const void *right);
 /* "/proc/self/fd/N": a descriptor as a path mount(2) follows to its file. */
 void xcallback_view_descriptor_path(char *buffer, size_t size, int descriptor);
 
+/* The scratch tmpfs's inode ceiling for `bytes` of size. */
+uint64_t xcallback_view_scratch_inodes(uint64_t bytes);
+
 /* The scratch tmpfs's options: its size bounds its bytes, nr_inodes its files. */
 void xcallback_view_scratch_options(char *buffer, size_t size, uint64_t bytes, uint32_t owner, uint32_t group);
 

@@ -283,9 +283,8 @@ static int scratch_tmpfs(uint64_t bytes, uint32_t owner, uint32_t group) {
     int context = (int)syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC_);
     if (context < 0) return -1;
     char size[32], inodes[32], uid[16], gid[16];
-    unsigned long long files = bytes / 4096 < 1024 ? 1024 : bytes / 4096;
     snprintf(size, sizeof size, "%llu", (unsigned long long)bytes);
-    snprintf(inodes, sizeof inodes, "%llu", files);
+    snprintf(inodes, sizeof inodes, "%llu", (unsigned long long)xcallback_view_scratch_inodes(bytes));
     snprintf(uid, sizeof uid, "%u", owner);
     snprintf(gid, sizeof gid, "%u", group);
     const char *options[][2] = {{"mode", "0700"}, {"size", size}, {"nr_inodes", inodes}, {"uid", uid}, {"gid", gid},
