@@ -33,8 +33,13 @@ final class InputShares: Sendable {
     /// any before it has stalled.
     static let stallPatience: UInt64 = 250_000_000
     /// The most requests of one input a stalled plug-in may hold (its
-    /// line): as many as the window, which it no longer takes.
-    static let stalledCap: UInt64 = InputLoop.maxInFlight
+    /// line): sixteen windows. A plug-in whose worker is restarting after a
+    /// crash answers none for as long as the restart takes, and looks
+    /// stalled: while it does, the input reads ahead for it, and a line of
+    /// one window was full within a loaded restart (CrashCollateralTests
+    /// saw its innocent requests refused). Like the worker's waiting line,
+    /// the line is a bound for memory, not a pace.
+    static let stalledCap: UInt64 = 16 * InputLoop.maxInFlight
 
     private static let heldMask: UInt64 = 0xFFFF_FFFF
     /// Added when a request ends answered by its plug-in: one answer more,
