@@ -32,30 +32,23 @@
 /* Where the new root is built before the pivot. */
 #define VIEW_ROOT "/tmp"
 
-#ifndef SYS_mount_setattr
-#define SYS_mount_setattr 442
-#endif
-/* The kernel's structure (Linux 5.12), spelled out: Debian's headers
- * predate it. */
-struct mount_attr_v1 {
-    uint64_t attr_set;
-    uint64_t attr_clr;
-    uint64_t propagation;
-    uint64_t userns_fd;
-};
-#ifndef AT_EMPTY_PATH
-#define AT_EMPTY_PATH 0x1000
-#endif
-enum {
-    MOUNT_ATTR_RDONLY_ = 0x1, MOUNT_ATTR_NOSUID_ = 0x2, MOUNT_ATTR_NODEV_ = 0x4, AT_RECURSIVE_ = 0x8000,
-};
+int xcallback_view_set_attributes(int directory, const char *path, unsigned flags, uint64_t set, uint64_t clear,
+                                  uint64_t propagation) {
+    /* The kernel's structure (Linux 5.12). */
+    struct {
+        uint64_t attr_set;
+        uint64_t attr_clr;
+        uint64_t propagation;
+        uint64_t userns_fd;
+    } attributes = {set, clear, propagation, 0};
+    return (int)syscall(SYS_mount_setattr, directory, path, flags, &attributes, sizeof attributes);
+}
 
-/* Sets and clears attributes of the mount at `path` (and beneath it with
- * AT_RECURSIVE): one call for a whole tree, where a remount takes one a
- * mount. -1 with ENOSYS before Linux 5.12. */
-static int set_mount_attributes(const char *path, unsigned flags, uint64_t set, uint64_t clear) {
-    struct mount_attr_v1 attributes = {set, clear, 0, 0};
-    return (int)syscall(SYS_mount_setattr, AT_FDCWD, path, flags, &attributes, sizeof attributes);
+int xcallback_view_open_for(int mount, int kind) {
+    kind &= 0xF;
+    if (kind == XCALLBACK_VIEW_READ) return 0;
+    uint64_t clear = XCALLBACK_MOUNT_RDONLY | (kind == XCALLBACK_VIEW_DEVICE ? XCALLBACK_MOUNT_NODEV : 0);
+    return xcallback_view_set_attributes(mount, "", XCALLBACK_AT_EMPTY_PATH, 0, clear, 0);
 }
 
 #ifndef SYS_openat2
@@ -187,16 +180,23 @@ int xcallback_view_make_point(failure_note *note, int parent, const char *last, 
         if (made < 0 && errno != EEXIST && errno != EISDIR && errno != EROFS) return xcallback_view_fail(note, "make", path);
         if (made >= 0) close(made);
     }
-    /* The mount point, never a symlink: opened without following one. */
-    *point = openat(parent, last, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-    struct stat placed;
-    if (*point < 0 || fstat(*point, &placed) != 0 || S_ISLNK(placed.st_mode)) {
-        if (*point >= 0) close(*point);
-        *point = -1;
+    *point = xcallback_view_open_point(parent, last);
+    if (*point < 0) {
         errno = ELOOP;
         return xcallback_view_fail(note, "mount point", path);
     }
     return 0;
+}
+
+int xcallback_view_open_point(int parent, const char *last) {
+    int point = openat(parent, last, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    struct stat placed;
+    if (point >= 0 && (fstat(point, &placed) != 0 || S_ISLNK(placed.st_mode))) {
+        close(point);
+        errno = ELOOP;
+        return -1;
+    }
+    return point;
 }
 
 /* Binds one entry beneath the view's `root`; its read-only remount only
@@ -318,7 +318,7 @@ int xcallback_view_build_whole(const xcallback_view_entry *entries, int count, c
      * where the kernel has mount_setattr; else one remount a bind. Each
      * mount operation can cost a millisecond on a busy machine, and a
      * worker has twenty binds. */
-    int one_pass = set_mount_attributes(VIEW_ROOT, 0, 0, 0) == 0;
+    int one_pass = xcallback_view_set_attributes(AT_FDCWD, VIEW_ROOT, 0, 0, 0, 0) == 0;
     for (int i = 0; i < count; i++) {
         if (!resolved[i].present) continue;
         if (bind_entry(&note, root, &sorted[i], &resolved[i], !one_pass) != 0) goto done;
@@ -339,18 +339,15 @@ int xcallback_view_build_whole(const xcallback_view_entry *entries, int count, c
         if (scratch_point < 0) { xcallback_view_fail(&note, "open", scratch); goto done; }
     }
     if (one_pass) {
-        if (set_mount_attributes(VIEW_ROOT, AT_RECURSIVE_, MOUNT_ATTR_RDONLY_ | MOUNT_ATTR_NOSUID_ | MOUNT_ATTR_NODEV_, 0) != 0) {
+        if (xcallback_view_set_attributes(AT_FDCWD, VIEW_ROOT, XCALLBACK_AT_RECURSIVE,
+                                          XCALLBACK_MOUNT_RDONLY | XCALLBACK_MOUNT_NOSUID | XCALLBACK_MOUNT_NODEV, 0, 0) != 0) {
             xcallback_view_fail(&note, "make the view read-only", "/");
             goto done;
         }
         /* Each written bind and device opened again, alone: a read-only
          * grant beneath a written one stays read-only. */
         for (int i = 0; i < count; i++) {
-            int kind = sorted[i].kind & 0xF;
-            if (resolved[i].mounted < 0 || kind == XCALLBACK_VIEW_READ) continue;
-            uint64_t clear = MOUNT_ATTR_RDONLY_ | (kind == XCALLBACK_VIEW_DEVICE ? MOUNT_ATTR_NODEV_ : 0);
-            struct mount_attr_v1 attributes = {0, clear, 0, 0};
-            if (syscall(SYS_mount_setattr, resolved[i].mounted, "", AT_EMPTY_PATH, &attributes, sizeof attributes) != 0) {
+            if (resolved[i].mounted >= 0 && xcallback_view_open_for(resolved[i].mounted, sorted[i].kind) != 0) {
                 xcallback_view_fail(&note, "open for writing", sorted[i].path);
                 goto done;
             }

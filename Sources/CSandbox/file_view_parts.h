@@ -11,6 +11,32 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* mount_setattr (Linux 5.12), spelled out: Debian's headers predate it. */
+#ifndef SYS_mount_setattr
+#define SYS_mount_setattr 442
+#endif
+enum {
+    XCALLBACK_MOUNT_RDONLY = 0x1,
+    XCALLBACK_MOUNT_NOSUID = 0x2,
+    XCALLBACK_MOUNT_NODEV = 0x4,
+    XCALLBACK_MOUNT_NOEXEC = 0x8,
+    XCALLBACK_AT_EMPTY_PATH = 0x1000,
+    XCALLBACK_AT_RECURSIVE = 0x8000,
+};
+
+/* Sets and clears attributes of the mount at `path` beneath `directory`
+ * (the mount `directory` is, with XCALLBACK_AT_EMPTY_PATH and ""), and of
+ * every mount beneath it with XCALLBACK_AT_RECURSIVE: one call for a whole
+ * tree. `propagation` 0 leaves it as it is. -1 with ENOSYS before 5.12. */
+int xcallback_view_set_attributes(int directory, const char *path, unsigned flags, uint64_t set, uint64_t clear,
+                                  uint64_t propagation);
+
+/* Opens the bind or clone `mount` (a descriptor of its root) again for
+ * what its entry's `kind` needs once everything was made read-only,
+ * no-suid and no-dev: writing, and for a device no-dev cleared; at its
+ * top only, so a read-only mount beneath stays so. Nothing for a read. */
+int xcallback_view_open_for(int mount, int kind);
+
 /* Where a failed step is named for the caller's message. */
 typedef struct {
     char *text;
@@ -45,6 +71,10 @@ int xcallback_view_open_parent(int root, const char *path, char *last, size_t la
  * 0, or -1 with `note` set. */
 int xcallback_view_make_point(xcallback_failure_note *note, int parent, const char *last, const char *path,
                               const xcallback_resolved_entry *resolved, int *point);
+
+/* Opens the mount point `last` in `parent` O_PATH, never a symlink (-1,
+ * ELOOP if it is one). */
+int xcallback_view_open_point(int parent, const char *last);
 
 /* Sorts entries by path: parents before children. */
 int xcallback_view_compare_entries(const void *left, const void *right);

@@ -46,33 +46,18 @@
 #ifndef SYS_fsmount
 #define SYS_fsmount 432
 #endif
-#ifndef SYS_mount_setattr
-#define SYS_mount_setattr 442
-#endif
 
-/* The kernel's constants (Linux 5.2 and 5.12), spelled out: Debian's
- * headers predate some of them. */
+/* The new mount API's constants (Linux 5.2), spelled out: Debian's headers
+ * predate some of them. */
 enum {
     OPEN_TREE_CLONE_ = 1,
     OPEN_TREE_CLOEXEC_ = O_CLOEXEC,
-    AT_EMPTY_PATH_ = 0x1000,
-    AT_RECURSIVE_ = 0x8000,
     MOVE_MOUNT_F_EMPTY_PATH_ = 0x4,
     MOVE_MOUNT_T_EMPTY_PATH_ = 0x40,
     FSOPEN_CLOEXEC_ = 0x1,
     FSCONFIG_SET_STRING_ = 1,
     FSCONFIG_CMD_CREATE_ = 6,
     FSMOUNT_CLOEXEC_ = 0x1,
-    MOUNT_ATTR_RDONLY_ = 0x1,
-    MOUNT_ATTR_NOSUID_ = 0x2,
-    MOUNT_ATTR_NODEV_ = 0x4,
-    MOUNT_ATTR_NOEXEC_ = 0x8,
-};
-struct mount_attr_v1 {
-    uint64_t attr_set;
-    uint64_t attr_clr;
-    uint64_t propagation;
-    uint64_t userns_fd;
 };
 
 /* This process's template: made once by the zygote, copied into each
@@ -87,16 +72,11 @@ static struct {
 } template_ = {-1, -1, 0, NULL};
 
 static int clone_tree(int source, unsigned flags) {
-    return (int)syscall(SYS_open_tree, source, "", OPEN_TREE_CLONE_ | OPEN_TREE_CLOEXEC_ | AT_EMPTY_PATH_ | flags);
+    return (int)syscall(SYS_open_tree, source, "", OPEN_TREE_CLONE_ | OPEN_TREE_CLOEXEC_ | XCALLBACK_AT_EMPTY_PATH | flags);
 }
 
 static int move_tree(int tree, int point) {
     return (int)syscall(SYS_move_mount, tree, "", point, "", MOVE_MOUNT_F_EMPTY_PATH_ | MOVE_MOUNT_T_EMPTY_PATH_);
-}
-
-static int set_attributes(int tree, unsigned flags, uint64_t set, uint64_t clear, uint64_t propagation) {
-    struct mount_attr_v1 attributes = {set, clear, propagation, 0};
-    return (int)syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH_ | flags, &attributes, sizeof attributes);
 }
 
 /* Moved above the numbers a forked worker's descriptors are placed on
@@ -144,7 +124,8 @@ int xcallback_view_template_make(const xcallback_view_entry *entries, int count,
     }
     /* open_tree and move_mount (Linux 5.2), mount_setattr (5.12). */
     if ((syscall(SYS_open_tree, -1, "", 0) < 0 && errno == ENOSYS)
-        || (set_attributes(-1, 0, MOUNT_ATTR_RDONLY_, 0, 0) < 0 && errno == ENOSYS)) {
+        || (xcallback_view_set_attributes(-1, "", XCALLBACK_AT_EMPTY_PATH, XCALLBACK_MOUNT_RDONLY, 0, 0) < 0
+            && errno == ENOSYS)) {
         errno = ENOSYS;
         return xcallback_view_fail(&note, "this kernel has no", "open_tree or mount_setattr");
     }
@@ -295,7 +276,7 @@ static int scratch_tmpfs(uint64_t bytes, uint32_t owner, uint32_t group) {
     }
     if (made == 0) made = (int)syscall(SYS_fsconfig, context, FSCONFIG_CMD_CREATE_, NULL, NULL, 0);
     int tree = made == 0
-        ? (int)syscall(SYS_fsmount, context, FSMOUNT_CLOEXEC_, MOUNT_ATTR_NOSUID_ | MOUNT_ATTR_NODEV_ | MOUNT_ATTR_NOEXEC_)
+        ? (int)syscall(SYS_fsmount, context, FSMOUNT_CLOEXEC_, XCALLBACK_MOUNT_NOSUID | XCALLBACK_MOUNT_NODEV | XCALLBACK_MOUNT_NOEXEC)
         : -1;
     int saved = errno;
     close(context);
@@ -309,15 +290,9 @@ static int open_point(int root, const char *path) {
     char last[NAME_MAX + 1];
     int parent = xcallback_view_open_parent(root, path, last, sizeof last);
     if (parent < 0) return -1;
-    int point = openat(parent, last, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    int point = xcallback_view_open_point(parent, last);
     int saved = errno;
     close(parent);
-    struct stat placed;
-    if (point >= 0 && (fstat(point, &placed) != 0 || S_ISLNK(placed.st_mode))) {
-        close(point);
-        errno = ELOOP;
-        return -1;
-    }
     errno = saved;
     return point;
 }
@@ -382,21 +357,19 @@ int xcallback_view_build_from_template(const xcallback_view_entry *entries, int 
             whole = 1;
             break;
         }
-        trees[i] = clone_tree(resolved[i].source, AT_RECURSIVE_);
+        trees[i] = clone_tree(resolved[i].source, XCALLBACK_AT_RECURSIVE);
         if (trees[i] < 0) {
             xcallback_view_fail(note, "clone", own[i].path);
             goto done;
         }
         /* Read-only, no-suid and no-dev through the whole tree, private
          * (nothing mounted on the host's side beneath it later reaches the
-         * worker); a written one and a device opened again at its top
-         * only, so a read-only mount beneath stays so. */
-        int kind = own[i].kind & 0xF;
-        if (set_attributes(trees[i], AT_RECURSIVE_, MOUNT_ATTR_RDONLY_ | MOUNT_ATTR_NOSUID_ | MOUNT_ATTR_NODEV_, 0,
-                           MS_PRIVATE) != 0
-            || (kind != XCALLBACK_VIEW_READ
-                && set_attributes(trees[i], 0, 0,
-                                  MOUNT_ATTR_RDONLY_ | (kind == XCALLBACK_VIEW_DEVICE ? MOUNT_ATTR_NODEV_ : 0), 0) != 0)) {
+         * worker), then opened again as its kind needs, as a bind of a view
+         * built whole is. */
+        if (xcallback_view_set_attributes(trees[i], "", XCALLBACK_AT_EMPTY_PATH | XCALLBACK_AT_RECURSIVE,
+                                          XCALLBACK_MOUNT_RDONLY | XCALLBACK_MOUNT_NOSUID | XCALLBACK_MOUNT_NODEV, 0,
+                                          MS_PRIVATE) != 0
+            || xcallback_view_open_for(trees[i], own[i].kind) != 0) {
             xcallback_view_fail(note, "set the rights of", own[i].path);
             goto done;
         }

@@ -113,6 +113,12 @@ struct FileView {
     }
 
     private func withEntries<Result>(_ body: (UnsafeMutableBufferPointer<xcallback_view_entry>) -> Result) -> Result {
+        Self.withEntries(entries, body)
+    }
+
+    /// `entries` as the C calls take them, for the length of `body`.
+    static func withEntries<Result>(_ entries: [(path: String, kind: Int32)],
+                                    _ body: (UnsafeMutableBufferPointer<xcallback_view_entry>) -> Result) -> Result {
         let copies = entries.map { (strdup($0.path), $0.kind) }
         defer { copies.forEach { free($0.0) } }
         var cEntries = copies.map { xcallback_view_entry(path: UnsafePointer($0.0), kind: $0.1) }

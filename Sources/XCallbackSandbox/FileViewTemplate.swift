@@ -25,11 +25,8 @@ public enum FileViewTemplate {
                                strict: false, fileView: true)
         let entries = commonEntries(of: FileView(plan: plan, loadedFrom: [], mappedFolders: WorkerSandbox.mappedFolders),
                                     pluginFolder: WorkerSandbox.folder(of: plan.pluginPath))
-        let copies = entries.map { (strdup($0.path), $0.kind) }
-        defer { copies.forEach { free($0.0) } }
-        var cEntries = copies.map { xcallback_view_entry(path: UnsafePointer($0.0), kind: $0.1) }
         var failure = [CChar](repeating: 0, count: 512)
-        let made = cEntries.withUnsafeMutableBufferPointer { buffer in
+        let made = FileView.withEntries(entries) { buffer in
             xcallback_view_template_make(buffer.baseAddress, Int32(buffer.count), &failure, UInt(failure.count))
         }
         guard made != 0 else { return nil }
