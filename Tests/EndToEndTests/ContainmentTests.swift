@@ -20,8 +20,7 @@ struct ContainmentTests {
         private var answered = 0
 
         init(asOtherUser: Bool = false, arguments: [String] = []) throws {
-            fixture = try HostFixture(["Calculator"], isolation: "process")
-            try TestPlugin.build(ContainmentPlugin.name, source: ContainmentPlugin.source, into: fixture.plugins)
+            fixture = try ContainmentTests.fixture()
             let command = fixture.runPrefix + ["--output", "jsonl", "--restart-limit", "1000"] + arguments
             if asOtherUser {
                 #expect(chmod(fixture.scratch.path, 0o755) == 0)
@@ -50,6 +49,18 @@ struct ContainmentTests {
             host.closeInput()
             #expect(host.waitForExit(timeout: TestTiming.scaled(15)) == .exited(0), "stderr: \(host.stderr)")
         }
+    }
+
+    /// A process-isolated host's fixture with the Calculator and the
+    /// container plug-in, whose capability file says `capabilities` (none
+    /// when nil).
+    static func fixture(capabilities: String? = nil) throws -> HostFixture {
+        let fixture = try HostFixture(["Calculator"], isolation: "process")
+        try TestPlugin.build(ContainmentPlugin.name, source: ContainmentPlugin.source, into: fixture.plugins)
+        if let capabilities {
+            try Data(capabilities.utf8).write(to: URL(fileURLWithPath: fixture.plugins + "/lib\(ContainmentPlugin.name).caps.toml"))
+        }
+        return fixture
     }
 
     /// What a file outside every grant looks like, to compare after.
@@ -186,16 +197,14 @@ struct ContainmentTests {
     func symlinkInAGrant(processes: Bool) throws {
         let outside = try Scratch()
         #expect(chmod(outside.path, 0o777) == 0)
-        let fixture = try HostFixture(["Calculator"], isolation: "process")
-        try TestPlugin.build(ContainmentPlugin.name, source: ContainmentPlugin.source, into: fixture.plugins)
         // It may write the folder, and read "escape/etc" there: once the
         // plug-in makes "escape" a link to the root, that would be the
         // host's /etc (the attack pass bound the host's whole root so).
-        try Data("""
+        let fixture = try Self.fixture(capabilities: """
             \(processes ? "processes = 2\n" : "")[files]
             write = ["\(outside.path)"]
             read = ["\(outside.path)/escape/etc"]
-            """.utf8).write(to: URL(fileURLWithPath: fixture.plugins + "/lib\(ContainmentPlugin.name).caps.toml"))
+            """)
         let lines = ["contain://x-callback-url/plant?dir=\(percentEncoded(outside.path))"]
         let first = try fixture.run(["--output", "jsonl"], lines: lines)
         #expect(try first.lines.map(Record.init(jsonLine:)).first?.params["result"] == "done", "\(first.stdout) \(first.stderr)")
@@ -215,15 +224,13 @@ struct ContainmentTests {
         let outside = try Scratch()
         let link = outside.file("link")
         #expect(symlink("/root", link) == 0)
-        let fixture = try HostFixture(["Calculator"], isolation: "process")
-        try TestPlugin.build(ContainmentPlugin.name, source: ContainmentPlugin.source, into: fixture.plugins)
         // /dev above the template's devices: bound over them (no-dev) it
         // would hide them; a symlink would be made again in the template's
         // root, for every later worker to find.
-        try Data("""
+        let fixture = try Self.fixture(capabilities: """
             [files]
             read = ["/dev", "\(link)"]
-            """.utf8).write(to: URL(fileURLWithPath: fixture.plugins + "/lib\(ContainmentPlugin.name).caps.toml"))
+            """)
         let paths = ["/dev/null", "/dev/urandom", link, "/etc/passwd"].joined(separator: ",")
         let result = try fixture.run(["--output", "jsonl"], lines: [
             "contain://x-callback-url/sees?paths=\(percentEncoded(paths))", "calc://x-callback-url/add?lhs=1&rhs=2",
@@ -238,9 +245,7 @@ struct ContainmentTests {
 
     @Test("a plug-in allowed the fewest descriptors still gets its whole view")
     func fewestDescriptors() throws {
-        let fixture = try HostFixture(["Calculator"], isolation: "process")
-        try TestPlugin.build(ContainmentPlugin.name, source: ContainmentPlugin.source, into: fixture.plugins)
-        try Data("open_files = 16\n".utf8).write(to: URL(fileURLWithPath: fixture.plugins + "/lib\(ContainmentPlugin.name).caps.toml"))
+        let fixture = try Self.fixture(capabilities: "open_files = 16\n")
         let run = try fixture.run(["--output", "jsonl"], lines: ["contain://x-callback-url/own"])
         let record = try #require(try run.lines.map(Record.init(jsonLine:)).first, "\(run.stderr)")
         #expect(record.params["result"] == "done", "\(record) \(run.stderr)")
@@ -248,9 +253,7 @@ struct ContainmentTests {
 
     @Test("a new user namespace is not a clone away, even with processes")
     func noNamespaceByClone() throws {
-        let fixture = try HostFixture(["Calculator"], isolation: "process")
-        try TestPlugin.build(ContainmentPlugin.name, source: ContainmentPlugin.source, into: fixture.plugins)
-        try Data("processes = 2\n".utf8).write(to: URL(fileURLWithPath: fixture.plugins + "/lib\(ContainmentPlugin.name).caps.toml"))
+        let fixture = try Self.fixture(capabilities: "processes = 2\n")
         let run = try fixture.run(["--output", "jsonl"], lines: ["contain://x-callback-url/syscall?name=clone-newuser"])
         let record = try #require(try run.lines.map(Record.init(jsonLine:)).first, "\(run.stderr)")
         #expect(record.params["result"] == nil, "\(record)")
@@ -272,8 +275,7 @@ struct ContainmentTests {
 
     @Test("a kernel that lends no mount namespace: no file view, and metadata calls are refused all the same")
     func withoutFileView() throws {
-        let fixture = try HostFixture(["Calculator"], isolation: "process")
-        try TestPlugin.build(ContainmentPlugin.name, source: ContainmentPlugin.source, into: fixture.plugins)
+        let fixture = try Self.fixture()
         let outside = fixture.scratch.file("outside.txt")
         try Data("kept\n".utf8).write(to: URL(fileURLWithPath: outside))
         #expect(chmod(outside, 0o600) == 0)

@@ -19,24 +19,6 @@ import Glibc
 /// plug-in's worker stopped by SIGSTOP.
 @Suite("One bad neighbour: a fair share of each input", .ownThreads)
 struct FairShareTests {
-    static let source = """
-        #include "xcallback.h"
-        XCALLBACK_PLUGIN("mute", "1.0.0", "drop never answers; echo does")
-        static const xcallback_host_api *host;
-        static void drop(const xcallback_request *request, xcallback_reply reply, void *unused) {
-            (void)request; (void)reply; (void)unused;
-        }
-        static void echo(const xcallback_request *request, xcallback_reply reply, void *unused) {
-            (void)request; (void)unused;
-            host->reply_success(reply, NULL, 0);
-        }
-        XCALLBACK_EXPORT int xcallback_plugin_register(const xcallback_host_api *api, xcallback_plugin *plugin) {
-            host = api;
-            int rc = api->register_action(plugin, "mute", "drop", drop, NULL);
-            return rc ? rc : api->register_action(plugin, "mute", "echo", echo, NULL);
-        }
-        """
-
     static let chunks = 200
     static let perChunk = 50
 
@@ -151,7 +133,7 @@ struct FairShareTests {
 
     func runOnStdin(action: String, stopWorker: Bool) throws {
         let fixture = try HostFixture(["Calculator"], isolation: "process")
-        let library = try TestPlugin.build("mute", source: Self.source, into: fixture.plugins)
+        let library = try TestPlugin.build("mute", source: MutePlugin.source, into: fixture.plugins)
         let host = try fixture.start(["--timeout", "3"])
         #expect(host.write("mute://x-callback-url/echo\ncalc://x-callback-url/add?lhs=1&rhs=1\n"))
         try #require(host.waitForStdoutLines(2, timeout: 20), "\(host.stderr)")
@@ -183,7 +165,7 @@ struct FairShareTests {
     @Test("the FIFO: a plug-in that never answers does not hold up the Calculator", .scaledTimeLimit(minutes: 3))
     func neverAnswersOnFIFO() throws {
         let fixture = try HostFixture(["Calculator"], isolation: "process")
-        try TestPlugin.build("mute", source: Self.source, into: fixture.plugins)
+        try TestPlugin.build("mute", source: MutePlugin.source, into: fixture.plugins)
         let fifo = fixture.scratch.file("requests.fifo")
         let host = try fixture.start(["--timeout", "3", "--fifo", fifo], stdin: .null)
         try #require(waitForFIFOReader(fifo, host: host), "the host never opened \(fifo); stderr: \(host.stderr)")
@@ -215,7 +197,7 @@ struct FairShareTests {
           .scaledTimeLimit(minutes: 3))
     func neverAnswersOnSocket() throws {
         let fixture = try HostFixture(["Calculator"], isolation: "process")
-        try TestPlugin.build("mute", source: Self.source, into: fixture.plugins)
+        try TestPlugin.build("mute", source: MutePlugin.source, into: fixture.plugins)
         let path = fixture.scratch.file("host.sock")
         let host = try fixture.start(["--timeout", "3", "--socket", path], stdin: .null)
         try #require(waitForSocketListener(path, timeout: 20, host: host), "\(host.stderr)")
